@@ -1,0 +1,5 @@
+import sys
+
+from ikictl.cli import main
+
+sys.exit(main())

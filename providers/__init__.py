@@ -1,0 +1,1 @@
+"""Normalized provider model and wire adapters. Knows nothing of agents or SQL."""

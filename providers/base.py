@@ -1,0 +1,77 @@
+"""The two halves of every adapter: a pure Codec, and the Provider the agents call.
+
+A Codec turns a Request into HTTP bytes and HTTP bytes into StreamEvents or a
+Response, with no I/O. ``providers.http.HttpProvider`` is the thin shell that
+moves those bytes with httpx.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import NamedTuple, Protocol
+
+from .types import ProviderError, Request, Response, StreamEvent
+
+
+class HttpRequest(NamedTuple):
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class StreamDecoder(Protocol):
+    """Decodes one streamed HTTP body. Bytes may arrive in any chunking."""
+
+    def feed(self, data: bytes) -> list[StreamEvent]: ...
+
+    def close(self) -> list[StreamEvent]:
+        """End of body. Must end the stream with a DoneEvent or an ErrorEvent:
+        a body that stopped before the provider's final event yields an
+        ErrorEvent (category network), never silence."""
+        ...
+
+
+class Codec(Protocol):
+    provider: str
+
+    def encode(self, request: Request, *, stream: bool) -> HttpRequest:
+        """Raise ProviderFailure (category auth) when the API key is missing."""
+        ...
+
+    def stream_decoder(self, request: Request) -> StreamDecoder: ...
+
+    def decode_response(self, body: bytes, request: Request) -> Response: ...
+
+    def decode_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError: ...
+
+
+class TokenCounter(Protocol):
+    """Codecs whose provider can count a request's input tokens."""
+
+    def encode_count_tokens(self, request: Request) -> HttpRequest: ...
+
+    def decode_count_tokens(self, body: bytes) -> int: ...
+
+
+class Provider(Protocol):
+    """What the agents layer holds: one per provider service."""
+
+    name: str
+
+    def stream(self, request: Request) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        """``async with provider.stream(req) as events: async for ev in events``.
+
+        Failures never raise: they arrive as a final ErrorEvent. Leaving the
+        block closes the HTTP response at once (that is how a turn is cancelled).
+        """
+        ...
+
+    async def complete(self, request: Request) -> Response:
+        """Non-streaming call; raises ProviderFailure."""
+        ...
+
+    async def count_tokens(self, request: Request) -> int: ...
+
+    async def aclose(self) -> None: ...

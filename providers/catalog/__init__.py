@@ -1,0 +1,151 @@
+"""The model catalog: data files shipped in this package, loaded once.
+
+Each ``*.json`` file beside this module decodes as a ``CatalogFile``. The
+catalog answers: which provider serves a model, through which wire API, with
+what limits, thinking profile and prices. Unknown models pass through with the
+provider's conservative ``default_model``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+
+from ._schema import (
+    Capabilities,
+    CatalogFile,
+    ModelEntry,
+    Prices,
+    ProviderEntry,
+    ThinkingProfile,
+    WireApi,
+)
+
+__all__ = [
+    "Capabilities",
+    "Catalog",
+    "CatalogError",
+    "ModelEntry",
+    "Prices",
+    "ProviderEntry",
+    "ThinkingProfile",
+    "WireApi",
+    "default_catalog",
+    "load_catalog",
+]
+
+_DATA = Path(__file__).parent
+# dated snapshot suffixes: -20250929, -2024-08-06
+_DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")
+_FALLBACK_MODEL = ModelEntry(id="", context_window=128_000, max_output_tokens=4096)
+
+
+class CatalogError(ValueError):
+    """A catalog file that cannot be read, with the file and the reason."""
+
+
+class Catalog:
+    def __init__(self, files: Iterable[tuple[str, CatalogFile]]) -> None:
+        self.providers: dict[str, ProviderEntry] = {}
+        self.models: dict[str, ModelEntry] = {}
+        self._names: dict[str, ModelEntry] = {}  # "provider/name" -> entry
+        self._bare: dict[str, ModelEntry] = {}  # name -> entry of the first provider that has it
+        self.sources: dict[str, str] = {}
+        for origin, f in files:
+            for p in f.providers:
+                if p.name in self.providers:
+                    raise CatalogError(f"{origin}: provider {p.name!r} is defined twice")
+                self.providers[p.name] = p
+            for key, text in f.sources.items():
+                self.sources[f"{Path(origin).stem}:{key}"] = text
+            for m in f.models:
+                if not m.provider:
+                    if f.provider is None:
+                        raise CatalogError(f"{origin}: model {m.id!r} names no provider")
+                    m = msgspec.structs.replace(m, provider=f.provider)
+                if m.source is not None and m.source not in f.sources:
+                    raise CatalogError(f"{origin}: model {m.id!r} cites unknown source {m.source!r}")
+                self.models[m.id] = m
+                for name in (m.id, *m.aliases):
+                    key = f"{m.provider}/{name}"
+                    if key in self._names and self._names[key] is not m:
+                        raise CatalogError(f"{origin}: model name {name!r} is used twice")
+                    self._names[key] = m
+                    self._bare.setdefault(name, m)
+        for m in self.models.values():
+            if m.provider not in self.providers:
+                raise CatalogError(f"model {m.id!r} names unknown provider {m.provider!r}")
+
+    def add_provider(self, entry: ProviderEntry) -> None:
+        """Add or replace a provider (custom OpenAI-compatible ones come from config)."""
+        self.providers[entry.name] = entry
+
+    def infer_provider(self, model: str) -> str | None:
+        """The provider a bare model name belongs to, or None if nothing claims it.
+
+        A name in the catalog belongs to its provider (llama-3.3-70b-versatile
+        is Groq's); otherwise the longest matching name prefix wins
+        (claude- -> anthropic, llama- -> meta).
+        """
+        bare = _DATE_SUFFIX.sub("", model)
+        for name in (model, bare):
+            entry = self._bare.get(name)
+            if entry is not None:
+                return entry.provider
+        best: tuple[int, str] | None = None
+        for p in self.providers.values():
+            for prefix in p.model_prefixes:
+                if model.startswith(prefix) and (best is None or len(prefix) > best[0]):
+                    best = (len(prefix), p.name)
+        return best[1] if best else None
+
+    def lookup(self, provider: str, model: str) -> ModelEntry | None:
+        """The catalog entry for a model of a provider (dated snapshots match their family)."""
+        entry = self._names.get(f"{provider}/{model}")
+        if entry is None:
+            bare = _DATE_SUFFIX.sub("", model)
+            if bare != model:
+                entry = self._names.get(f"{provider}/{bare}")
+        return entry
+
+    def entry_or_default(self, provider: str, model: str) -> tuple[ModelEntry, bool]:
+        """(entry, known): an unknown model gets its provider's conservative default."""
+        entry = self.lookup(provider, model)
+        if entry is not None:
+            return entry, True
+        p = self.providers.get(provider)
+        base = p.default_model if p is not None and p.default_model is not None else _FALLBACK_MODEL
+        return msgspec.structs.replace(base, id=model, provider=provider, aliases=[]), False
+
+    def wire_api(self, provider: str, model: str) -> WireApi:
+        entry, _ = self.entry_or_default(provider, model)
+        if entry.api is not None:
+            return entry.api
+        return self.providers[provider].api
+
+    def models_of(self, provider: str | None = None) -> list[ModelEntry]:
+        return [m for m in self.models.values() if provider is None or m.provider == provider]
+
+
+def _decode(path: Path) -> CatalogFile:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=CatalogFile)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise CatalogError(f"catalog file {path} is not valid: {e}") from None
+    except OSError as e:
+        raise CatalogError(f"catalog file {path} cannot be read: {e.strerror}") from None
+
+
+def load_catalog(paths: Iterable[Path] | None = None) -> Catalog:
+    """Load catalog files; by default every ``*.json`` shipped in this package."""
+    files = sorted(_DATA.glob("*.json")) if paths is None else list(paths)
+    return Catalog((str(p), _decode(p)) for p in files)
+
+
+@functools.cache
+def default_catalog() -> Catalog:
+    return load_catalog()

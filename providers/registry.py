@@ -1,0 +1,38 @@
+"""Pick the codec for a wire API and build a Provider from settings."""
+
+from __future__ import annotations
+
+import importlib
+
+import httpx
+
+from .base import Codec
+from .catalog import WireApi
+from .http import HttpProvider
+from .settings import ProviderSettings
+
+# wire api -> (module, class); imported on first use so a process that talks to
+# one provider does not load the others.
+CODECS: dict[str, tuple[str, str]] = {
+    "chat": ("providers.openai.chat", "ChatCodec"),
+    "responses": ("providers.openai.responses", "ResponsesCodec"),
+    "messages": ("providers.anthropic.codec", "AnthropicCodec"),
+    "generate_content": ("providers.google.codec", "GeminiCodec"),
+}
+
+
+def codec_for(settings: ProviderSettings, api: WireApi | None = None) -> Codec:
+    module_name, class_name = CODECS[api or settings.api]
+    module = importlib.import_module(module_name)
+    return getattr(module, class_name)(settings)
+
+
+def make_provider(
+    settings: ProviderSettings,
+    *,
+    api: WireApi | None = None,
+    client: httpx.AsyncClient | None = None,
+) -> HttpProvider:
+    if api is not None and api != settings.api:
+        settings = settings.with_api(api)
+    return HttpProvider(codec_for(settings), settings, client=client)

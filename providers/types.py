@@ -1,0 +1,333 @@
+"""The superset internal format every provider adapter speaks.
+
+Blocks, messages, requests, responses and stream events are msgspec Structs
+with tagged unions (``type`` is the tag), so they encode to JSON and back
+without loss; that is how the store persists them and how the daemon ships
+events to subscribers.
+
+Conventions that every adapter follows:
+
+* Block indices: each response numbers its content blocks from 0 in the order
+  they first appear (typically thinking 0, text 1, then one index per tool
+  call). Every stream delta carries the index of the block it extends, and the
+  numbering restarts with each response.
+* Usage: ``input_tokens`` counts the whole prompt, cached reads and cache
+  writes included; ``cached_tokens`` is the part read from a cache;
+  ``output_tokens`` counts everything generated, thinking included;
+  ``thinking_tokens`` is the thinking part of it. A figure the provider does
+  not report is 0.
+* Opaque provider state (Anthropic thinking signatures and redacted thinking,
+  Gemini thoughtSignature, OpenAI encrypted reasoning) lives on the block
+  together with the ``provider`` that issued it. It goes back to that provider
+  unchanged and never to another one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+ThinkingLevel = Literal["none", "low", "med", "high"]
+THINKING_LEVELS: tuple[str, ...] = ("none", "low", "med", "high")
+
+Role = Literal["user", "assistant", "tool"]
+
+FinishReason = Literal["stop", "length", "tool_use", "content_filter", "error", "unknown"]
+
+ErrorCategory = Literal[
+    "auth",
+    "rate_limit",
+    "invalid_request",
+    "context_length",
+    "content_filter",
+    "billing",
+    "not_found",
+    "server",
+    "overloaded",
+    "timeout",
+    "network",
+    "unknown",
+]
+
+RETRYABLE_CATEGORIES: frozenset[str] = frozenset(
+    {"rate_limit", "overloaded", "server", "timeout", "network"}
+)
+
+# ---------------------------------------------------------------- blocks
+
+
+class TextBlock(msgspec.Struct, tag="text", frozen=True, kw_only=True, omit_defaults=True):
+    text: str
+    # Gemini may sign a text part; the signature goes back on the same part.
+    signature: str | None = None
+    provider: str | None = None
+
+
+class ThinkingBlock(msgspec.Struct, tag="thinking", frozen=True, kw_only=True, omit_defaults=True):
+    """Model reasoning. For redacted thinking ``redacted`` is true, ``text`` is
+    empty and ``signature`` holds the provider's opaque data."""
+
+    text: str = ""
+    signature: str | None = None
+    redacted: bool = False
+    provider: str | None = None
+    # e.g. the OpenAI reasoning item id
+    provider_data: dict[str, Any] | None = None
+
+
+class ToolCallBlock(msgspec.Struct, tag="tool_call", frozen=True, kw_only=True, omit_defaults=True):
+    id: str
+    name: str
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    # The model's argument text when it was not a JSON object; ``arguments`` is
+    # then empty and the tool layer answers the model with an error result.
+    raw_arguments: str | None = None
+    signature: str | None = None
+    provider: str | None = None
+    provider_data: dict[str, Any] | None = None
+
+
+class ToolResultBlock(msgspec.Struct, tag="tool_result", frozen=True, kw_only=True, omit_defaults=True):
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+    # Gemini's functionResponse needs the function name, not only the id.
+    name: str | None = None
+
+
+class ImageBlock(msgspec.Struct, tag="image", frozen=True, kw_only=True, omit_defaults=True):
+    media_type: str
+    data: str | None = None  # base64
+    url: str | None = None
+
+
+Block = TextBlock | ThinkingBlock | ToolCallBlock | ToolResultBlock | ImageBlock
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    role: Role
+    content: list[Block]
+    # who produced an assistant message, so replay and cost are exact per turn
+    provider: str | None = None
+    model: str | None = None
+    thinking_level: ThinkingLevel | None = None
+    provider_data: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_calls(self) -> list[ToolCallBlock]:
+        return [b for b in self.content if isinstance(b, ToolCallBlock)]
+
+
+# ---------------------------------------------------------------- requests
+
+
+class Tool(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = msgspec.field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+    strict: bool = False
+
+
+class ToolChoice(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """auto: the model decides; none: no tool; required: some tool; tool: the named one."""
+
+    mode: Literal["auto", "none", "required", "tool"] = "auto"
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.mode == "tool") != (self.name is not None):
+            raise ValueError("ToolChoice: a name goes with mode 'tool' and only with it")
+
+
+class ThinkingConfig(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    level: ThinkingLevel = "none"
+    include_summary: bool = True
+
+
+class Request(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    model: str
+    messages: list[Message]
+    system: list[TextBlock] = msgspec.field(default_factory=list)
+    thinking: ThinkingConfig = msgspec.field(default_factory=ThinkingConfig)
+    tools: list[Tool] = msgspec.field(default_factory=list)
+    tool_choice: ToolChoice = msgspec.field(default_factory=ToolChoice)
+    parallel_tool_calls: bool = True
+    max_output_tokens: int = 4096
+    response_schema: dict[str, Any] | None = None
+    provider_data: dict[str, Any] | None = None
+
+
+# ---------------------------------------------------------------- responses
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            thinking_tokens=self.thinking_tokens + other.thinking_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+class Response(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    blocks: list[Block]
+    finish_reason: FinishReason
+    usage: Usage = msgspec.field(default_factory=Usage)
+    model: str = ""
+    provider: str | None = None
+    provider_data: dict[str, Any] | None = None  # request id, opaque extras
+
+    def to_message(self, *, thinking_level: ThinkingLevel | None = None) -> Message:
+        return Message(
+            role="assistant",
+            content=list(self.blocks),
+            provider=self.provider,
+            model=self.model or None,
+            thinking_level=thinking_level,
+            provider_data=self.provider_data,
+        )
+
+
+class ProviderError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    category: ErrorCategory
+    message: str
+    http_status: int | None = None
+    provider_code: str | None = None
+    retry_after: float | None = None  # seconds
+    retryable: bool = False
+    provider: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.provider} " if self.provider else ""
+        status = f"HTTP {self.http_status} " if self.http_status else ""
+        return f"{where}{status}{self.category}: {self.message}"
+
+
+class ProviderFailure(Exception):
+    """Raised by non-streaming calls; streaming calls yield an ErrorEvent instead."""
+
+    def __init__(self, error: ProviderError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+# ---------------------------------------------------------------- stream events
+
+
+class StartEvent(msgspec.Struct, tag="start", frozen=True, kw_only=True, omit_defaults=True):
+    model: str = ""
+    provider_data: dict[str, Any] | None = None
+
+
+class TextDelta(msgspec.Struct, tag="text_delta", frozen=True, kw_only=True, omit_defaults=True):
+    index: int
+    text: str
+    signature: str | None = None
+
+
+class ThinkingDelta(
+    msgspec.Struct, tag="thinking_delta", frozen=True, kw_only=True, omit_defaults=True
+):
+    """Text and signature pieces are concatenated in order; provider_data is merged."""
+
+    index: int
+    text: str = ""
+    signature: str | None = None
+    redacted: bool = False
+    provider_data: dict[str, Any] | None = None
+
+
+class ToolCallStart(
+    msgspec.Struct, tag="tool_call_start", frozen=True, kw_only=True, omit_defaults=True
+):
+    index: int
+    id: str
+    name: str
+    signature: str | None = None
+    provider_data: dict[str, Any] | None = None
+
+
+class ToolCallDelta(
+    msgspec.Struct, tag="tool_call_delta", frozen=True, kw_only=True, omit_defaults=True
+):
+    index: int
+    arguments: str  # a fragment of the JSON text
+
+
+class ToolCallDone(msgspec.Struct, tag="tool_call_done", frozen=True, kw_only=True, omit_defaults=True):
+    index: int
+
+
+class DoneEvent(msgspec.Struct, tag="done", frozen=True, kw_only=True, omit_defaults=True):
+    finish_reason: FinishReason
+    usage: Usage = msgspec.field(default_factory=Usage)
+    model: str | None = None
+    provider_data: dict[str, Any] | None = None
+
+
+class ErrorEvent(msgspec.Struct, tag="error", frozen=True, kw_only=True, omit_defaults=True):
+    error: ProviderError
+
+
+StreamEvent = (
+    StartEvent
+    | TextDelta
+    | ThinkingDelta
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallDone
+    | DoneEvent
+    | ErrorEvent
+)
+
+__all__ = [
+    "RETRYABLE_CATEGORIES",
+    "THINKING_LEVELS",
+    "Block",
+    "DoneEvent",
+    "ErrorCategory",
+    "ErrorEvent",
+    "FinishReason",
+    "ImageBlock",
+    "Message",
+    "ProviderError",
+    "ProviderFailure",
+    "Request",
+    "Response",
+    "Role",
+    "StartEvent",
+    "StreamEvent",
+    "TextBlock",
+    "TextDelta",
+    "ThinkingBlock",
+    "ThinkingConfig",
+    "ThinkingDelta",
+    "ThinkingLevel",
+    "Tool",
+    "ToolCallBlock",
+    "ToolCallDelta",
+    "ToolCallDone",
+    "ToolCallStart",
+    "ToolChoice",
+    "ToolResultBlock",
+    "Usage",
+]

@@ -1,0 +1,281 @@
+"""A fake LLM provider: a real HTTP/1.1 server on loopback (trio + h11, port 0).
+
+Each request takes one Reply: from ``responder(request)`` if set and it
+returns one, else the next pushed Reply, else ``default``. The reply is
+rendered by the wire module that owns the request's path, then written with
+the reply's chunking, delays and fault. Every request is recorded.
+
+    async with fake_provider() as fake:          # or the ``fake_provider`` fixture
+        fake.push(Reply(text="hello"))
+        ... point a client at fake.base_url ...
+        assert fake.requests[0].json["model"] == "..."
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import h11
+import trio
+
+from .recorded import RecordedRequest
+from .script import Disconnect, HttpError, Malformed, NeverAnswer, Raw, Reply, Stall
+from .wire import wire_for
+
+Responder = Callable[[RecordedRequest], Reply | None]
+
+
+class _Closed(Exception):
+    """The scripted fault ended the connection."""
+
+
+class FakeProvider:
+    def __init__(self, *, default: Reply | None = None, responder: Responder | None = None) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.default = default
+        self.responder = responder
+        self.port = 0
+        self.connections = 0  # TCP connections accepted
+        self._queue: deque[Reply] = deque()
+        self._arrival = trio.Event()  # set and replaced on every request
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def push(self, *replies: Reply) -> None:
+        self._queue.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    def _reply_for(self, request: RecordedRequest) -> Reply | None:
+        if self.responder is not None:
+            reply = self.responder(request)
+            if reply is not None:
+                return reply
+        if self._queue:
+            return self._queue.popleft()
+        return self.default
+
+    async def wait_for_requests(self, count: int) -> None:
+        """Return once ``count`` requests have arrived (use inside trio.fail_after)."""
+        while len(self.requests) < count:
+            await self._arrival.wait()
+
+    async def serve(self, *, task_status: trio.TaskStatus[FakeProvider] = trio.TASK_STATUS_IGNORED) -> None:
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        task_status.started(self)
+        await trio.serve_listeners(self._connection, listeners)
+
+    # ------------------------------------------------------------ connection
+
+    async def _connection(self, stream: trio.SocketStream) -> None:
+        self.connections += 1
+        conn = h11.Connection(h11.SERVER)
+        try:
+            while True:
+                request = await self._read(stream, conn)
+                if request is None:
+                    return
+                await self._respond(stream, conn, request)
+                if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
+                    return
+                conn.start_next_cycle()
+        except (_Closed, trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
+            return
+        finally:
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+
+    async def _read(self, stream: trio.SocketStream, conn: h11.Connection) -> RecordedRequest | None:
+        head: h11.Request | None = None
+        body = bytearray()
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                data = await stream.receive_some(65536)
+                conn.receive_data(data)
+                if not data and conn.their_state is h11.IDLE:
+                    return None
+                continue
+            if isinstance(event, h11.ConnectionClosed):
+                return None
+            if isinstance(event, h11.Request):
+                head = event
+            elif isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                assert head is not None
+                recorded = RecordedRequest(
+                    method=head.method.decode(),
+                    target=head.target.decode(),
+                    headers={k.decode().lower(): v.decode() for k, v in head.headers},
+                    body=bytes(body),
+                    index=len(self.requests),
+                )
+                self.requests.append(recorded)
+                self._arrival.set()
+                self._arrival = trio.Event()
+                return recorded
+
+    async def _send(self, stream: trio.SocketStream, conn: h11.Connection, event: h11.Event) -> None:
+        data = conn.send(event)
+        if data:
+            await stream.send_all(data)
+
+    async def _simple(
+        self,
+        stream: trio.SocketStream,
+        conn: h11.Connection,
+        status: int,
+        body: bytes,
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        hdrs = [("content-type", content_type), ("content-length", str(len(body)))]
+        hdrs += list((headers or {}).items())
+        await self._send(stream, conn, h11.Response(status_code=status, headers=hdrs))
+        await self._send(stream, conn, h11.Data(data=body))
+        await self._send(stream, conn, h11.EndOfMessage())
+
+    async def _respond(self, stream: trio.SocketStream, conn: h11.Connection, request: RecordedRequest) -> None:
+        reply = self._reply_for(request)
+        if reply is None:
+            msg = f"the fake provider has no scripted reply for request {request.index} ({request.method} {request.path})"
+            await self._simple(stream, conn, 500, json.dumps({"error": {"message": msg}}).encode())
+            return
+        fault = reply.fault
+        if isinstance(fault, NeverAnswer):
+            await trio.sleep_forever()
+        if reply.delay:
+            await trio.sleep(reply.delay)
+        if isinstance(fault, Raw):
+            await self._simple(stream, conn, fault.status, fault.body, fault.content_type, fault.headers)
+            return
+        wire = wire_for(request.method, request.path)
+        if wire is None:
+            msg = f"the fake provider speaks no API at {request.method} {request.path}"
+            await self._simple(stream, conn, 404, json.dumps({"error": {"message": msg}}).encode())
+            return
+        try:
+            if isinstance(fault, HttpError):
+                body = fault.body
+                if isinstance(body, dict):
+                    body = json.dumps(body).encode()
+                if body is None:
+                    body = wire.render_error(fault, request)
+                await self._simple(stream, conn, fault.status, body, headers=fault.headers)
+                return
+            streaming = reply.stream if reply.stream is not None else wire.wants_stream(request)
+            if streaming:
+                events = list(wire.render_stream(reply, request))
+                content_type = "text/event-stream"
+            else:
+                events = [wire.render_body(reply, request)]
+                content_type = "application/json"
+        except NotImplementedError:
+            msg = f"the fake provider does not speak {wire.NAME} yet"
+            await self._simple(stream, conn, 501, json.dumps({"error": {"message": msg}}).encode())
+            return
+        if isinstance(fault, Malformed) and streaming:
+            events.insert(min(fault.before_event, len(events)), fault.garbage)
+        await self._stream_body(stream, conn, reply, events, content_type, streaming)
+
+    async def _stream_body(
+        self,
+        stream: trio.SocketStream,
+        conn: h11.Connection,
+        reply: Reply,
+        events: list[bytes],
+        content_type: str,
+        streaming: bool,
+    ) -> None:
+        headers = [("content-type", content_type)]
+        if not streaming:
+            headers.append(("content-length", str(sum(map(len, events)))))
+        await self._send(stream, conn, h11.Response(status_code=200, headers=headers))
+        writes = events
+        if reply.chunk_size:
+            whole = b"".join(events)
+            writes = [whole[i : i + reply.chunk_size] for i in range(0, len(whole), reply.chunk_size)]
+        fault = reply.fault
+        limit = fault.after_bytes if isinstance(fault, Disconnect | Stall) else None
+        sent = 0
+        for i, piece in enumerate(writes):
+            if reply.delay and i:
+                await trio.sleep(reply.delay)
+            if limit is not None and sent + len(piece) >= limit:
+                head, piece = piece[: limit - sent], piece[limit - sent :]
+                if head:
+                    await self._send(stream, conn, h11.Data(data=head))
+                sent = limit
+                if isinstance(fault, Disconnect):
+                    raise _Closed
+                assert isinstance(fault, Stall)
+                if fault.seconds is None:
+                    await trio.sleep_forever()
+                await trio.sleep(fault.seconds)
+                limit = None
+                if not piece:
+                    continue
+            await self._send(stream, conn, h11.Data(data=piece))
+            sent += len(piece)
+        if isinstance(fault, Disconnect):
+            # the fault asked for more bytes than there are: cut before the end marker
+            raise _Closed
+        await self._send(stream, conn, h11.EndOfMessage())
+
+
+@asynccontextmanager
+async def fake_provider(**kwargs: object) -> AsyncIterator[FakeProvider]:
+    async with trio.open_nursery() as nursery:
+        fake = FakeProvider(**kwargs)  # type: ignore[arg-type]
+        await nursery.start(fake.serve)
+        yield fake
+        nursery.cancel_scope.cancel()
+
+
+class ThreadedFakeProvider:
+    """The fake server on its own thread, for synchronous clients (SDK benchmarks).
+
+        with ThreadedFakeProvider(default=Reply(...)) as fake: ...
+    """
+
+    def __init__(self, **kwargs: object) -> None:
+        self._kwargs = kwargs
+        self._ready = threading.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._cancel: trio.CancelScope | None = None
+        self.fake: FakeProvider | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        async def main() -> None:
+            with trio.CancelScope() as scope:
+                self._cancel = scope
+                self._token = trio.lowlevel.current_trio_token()
+                async with trio.open_nursery() as nursery:
+                    self.fake = FakeProvider(**self._kwargs)  # type: ignore[arg-type]
+                    await nursery.start(self.fake.serve)
+                    self._ready.set()
+
+        trio.run(main)
+
+    def __enter__(self) -> FakeProvider:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the fake provider did not start within 10 s")
+        assert self.fake is not None
+        return self.fake
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None and self._cancel is not None:
+            self._token.run_sync_soon(self._cancel.cancel)
+        self._thread.join(10)

@@ -1,0 +1,31 @@
+"""Wire formats the fake server speaks, one module each.
+
+A wire module defines:
+
+    NAME: str
+    def matches(method: str, path: str) -> bool
+    def wants_stream(request: RecordedRequest) -> bool
+    def render_stream(reply: Reply, request: RecordedRequest) -> list[bytes]
+        # the streamed body, one element per event, already framed (e.g. SSE)
+    def render_body(reply: Reply, request: RecordedRequest) -> bytes
+        # the whole non-streamed JSON body
+    def render_error(error: HttpError, request: RecordedRequest) -> bytes
+        # the provider's error body for a scripted HTTP error
+
+Rendering is pure: the server applies chunking, delays and faults to the bytes.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import anthropic, google, openai_chat, openai_responses, raw
+
+WIRES: list[ModuleType] = [raw, openai_chat, openai_responses, anthropic, google]
+
+
+def wire_for(method: str, path: str) -> ModuleType | None:
+    for wire in WIRES:
+        if wire.matches(method, path):
+            return wire
+    return None

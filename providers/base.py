@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from .types import ProviderError, Request, Response, StreamEvent
 
@@ -47,6 +47,7 @@ class Codec(Protocol):
     def decode_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError: ...
 
 
+@runtime_checkable
 class TokenCounter(Protocol):
     """Codecs whose provider can count a request's input tokens."""
 

@@ -6,11 +6,9 @@ CR and LF), and it returns the events completed so far. No I/O.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 _BOM = b"\xef\xbb\xbf"
-_LINES = re.compile(rb"\r\n|\r|\n")
 
 
 class SSEEvent(NamedTuple):
@@ -21,10 +19,11 @@ class SSEEvent(NamedTuple):
 
 
 class SSEDecoder:
-    __slots__ = ("_bom_checked", "_buf", "_data", "_event", "_last_id", "_retry", "_skip_lf")
+    __slots__ = ("_bom_checked", "_buf", "_data", "_event", "_last_id", "_pending", "_retry", "_skip_lf")
 
     def __init__(self) -> None:
         self._buf = b""
+        self._pending: list[bytes] = []  # chunks with no line end, joined when one comes
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
         self._bom_checked = False
         self._data: list[str] = []
@@ -35,7 +34,7 @@ class SSEDecoder:
     @property
     def pending(self) -> bool:
         """True when bytes or fields of an unfinished event are buffered."""
-        return bool(self._buf or self._data or self._event)
+        return bool(self._buf or self._pending or self._data or self._event)
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         if not chunk:
@@ -46,6 +45,14 @@ class SSEDecoder:
                 chunk = chunk[1:]
                 if not chunk:
                     return []
+        if self._pending or (b"\n" not in chunk and b"\r" not in chunk and self._bom_checked):
+            # no line end yet: collect the pieces and join once, so a long line
+            # fed in small chunks stays linear, not quadratic
+            self._pending.append(chunk)
+            if b"\n" not in chunk and b"\r" not in chunk:
+                return []
+            chunk = b"".join(self._pending)
+            self._pending = []
         buf = self._buf + chunk if self._buf else chunk
         if not self._bom_checked:
             if len(buf) < 3 and _BOM.startswith(buf):
@@ -55,16 +62,18 @@ class SSEDecoder:
             if buf.startswith(_BOM):
                 buf = buf[3:]
         if b"\r" in buf:
-            if buf.endswith(b"\r"):
+            # CRLF and lone CR become LF with bytes.replace, far faster than a regex split;
+            # a CR at the very end is a line end whose LF may come in the next chunk
+            tail = b""
+            if buf[-1:] == b"\r":
                 self._skip_lf = True
-                lines = _LINES.split(buf[:-1])
-                self._buf = b""
-            else:
-                lines = _LINES.split(buf)
-                self._buf = lines.pop()
-        else:
-            lines = buf.split(b"\n")
-            self._buf = lines.pop()
+                buf, tail = buf[:-1], b"\n"
+            buf = buf.replace(b"\r\n", b"\n")
+            if b"\r" in buf:
+                buf = buf.replace(b"\r", b"\n")
+            buf += tail
+        lines = buf.split(b"\n")
+        self._buf = lines.pop()
         out: list[SSEEvent] = []
         for raw in lines:
             if not raw:
@@ -96,6 +105,7 @@ class SSEDecoder:
         """End of stream. Returns True if an unfinished event was discarded, as the spec asks."""
         unfinished = self.pending
         self._buf = b""
+        self._pending = []
         self._data = []
         self._event = ""
         return unfinished

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from tests.fakes.server import FakeProvider
 
@@ -12,3 +13,11 @@ async def fake_provider(nursery: trio.Nursery) -> FakeProvider:
     fake = FakeProvider()
     await nursery.start(fake.serve)
     return fake
+
+
+@pytest.fixture
+def virtual_clock() -> trio.testing.MockClock:
+    """Virtual time that skips over sleeps (retry backoff, timeouts) but, unlike
+    ``autojump_clock``, only after 0.1 s of real idleness: real loopback I/O
+    and store threads finish long before that, so their timeouts don't fire."""
+    return trio.testing.MockClock(autojump_threshold=0.1)

@@ -171,7 +171,8 @@ class FakeProvider:
                     body = json.dumps(body).encode()
                 if body is None:
                     body = wire.render_error(fault, request)
-                await self._simple(stream, conn, fault.status, body, headers=fault.headers)
+                headers = {**_wire_headers(wire, reply, request), **fault.headers}
+                await self._simple(stream, conn, fault.status, body, headers=headers)
                 return
             streaming = reply.stream if reply.stream is not None else wire.wants_stream(request)
             if streaming:
@@ -186,7 +187,8 @@ class FakeProvider:
             return
         if isinstance(fault, Malformed) and streaming:
             events.insert(min(fault.before_event, len(events)), fault.garbage)
-        await self._stream_body(stream, conn, reply, events, content_type, streaming)
+        extra = _wire_headers(wire, reply, request)
+        await self._stream_body(stream, conn, reply, events, content_type, streaming, extra)
 
     async def _stream_body(
         self,
@@ -196,8 +198,9 @@ class FakeProvider:
         events: list[bytes],
         content_type: str,
         streaming: bool,
+        extra_headers: dict[str, str] | None = None,
     ) -> None:
-        headers = [("content-type", content_type)]
+        headers = [("content-type", content_type), *(extra_headers or {}).items()]
         if not streaming:
             headers.append(("content-length", str(sum(map(len, events)))))
         await self._send(stream, conn, h11.Response(status_code=200, headers=headers))
@@ -231,6 +234,13 @@ class FakeProvider:
             # the fault asked for more bytes than there are: cut before the end marker
             raise _Closed
         await self._send(stream, conn, h11.EndOfMessage())
+
+
+def _wire_headers(wire: object, reply: Reply, request: RecordedRequest) -> dict[str, str]:
+    """A wire module may add headers the real API sends (request ids...)
+    with an optional ``response_headers(reply, request) -> dict``."""
+    make = getattr(wire, "response_headers", None)
+    return dict(make(reply, request)) if make is not None else {}
 
 
 @asynccontextmanager

@@ -11,6 +11,8 @@ A wire module defines:
         # the whole non-streamed JSON body
     def render_error(error: HttpError, request: RecordedRequest) -> bytes
         # the provider's error body for a scripted HTTP error
+    def response_headers(reply: Reply, request: RecordedRequest) -> dict[str, str]
+        # optional: headers the real API adds (request ids, ...)
 
 Rendering is pure: the server applies chunking, delays and faults to the bytes.
 """

@@ -1,0 +1,5 @@
+"""Google Gemini (generateContent) adapter."""
+
+from .codec import GeminiCodec
+
+__all__ = ["GeminiCodec"]

@@ -1,0 +1,73 @@
+"""The contract between the turn loop and the tools.
+
+A tool is a JSON-Schema definition with an async handler. The registry
+validates arguments, applies the tool's timeout and output cap, and turns every
+failure into an error result the model can read; it never raises to the turn
+loop (cancellation excepted: a cancelled turn cancels its tools).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    content: str
+    is_error: bool = False
+
+
+class AgentOps(Protocol):
+    """What the agent tools (fork, kill, send, wait) ask of the supervisor.
+
+    Agents are named by uuid, unique uuid prefix or name; errors are raised as
+    AgentOpError with a message for the model.
+    """
+
+    async def fork(self, parent: str, *, prompt: str | None, model: str | None, name: str | None) -> str:
+        """Fork ``parent`` at its last completed message; start ``prompt`` at once. Returns the child uuid."""
+        ...
+
+    async def kill(self, caller: str, target: str) -> list[str]:
+        """End ``target`` and its descendants (only the caller's own descendants). Returns the uuids ended."""
+        ...
+
+    async def send(self, sender: str, to: str, text: str) -> int:
+        """Put ``text`` in ``to``'s mailbox. Returns the mail id."""
+        ...
+
+    async def wait(
+        self, caller: str, agents: list[str], timeout: float | None  # noqa: ASYNC109
+    ) -> list[dict[str, Any]]:
+        """Block until each of ``agents`` has answered (mailed the caller) or finished its turn
+        or died; return one dict per agent: {"agent", "status", "reply"}; on timeout the
+        ones still running say status "running"."""
+        ...
+
+
+class AgentOpError(Exception):
+    """A refused agent operation; the message goes to the model as an error result."""
+
+
+@dataclass
+class ToolContext:
+    agent_uuid: str
+    cwd: Path
+    ops: AgentOps | None = None  # None where agent tools are not offered
+    env: dict[str, str] = field(default_factory=dict)  # extra environment for processes
+
+
+Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutput]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments object
+    handler: Handler
+    timeout: float = 120.0  # seconds
+    max_output: int = 64 * 1024  # characters kept of the output; the rest is cut with a note

@@ -1,0 +1,176 @@
+"""The tool registry: definitions for the provider, and running tool calls.
+
+``ToolRegistry.run`` never raises to the turn loop: an unknown tool, arguments
+that are not a JSON object or do not fit the schema, a handler that raises, a
+handler that overruns its timeout - each becomes an error result the model can
+read and act on. Only ``trio.Cancelled`` goes through: a cancelled turn cancels
+its tools (and the tools clean up, e.g. bash kills its process group).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+
+import structlog
+import trio
+
+from providers.types import Tool, ToolCallBlock, ToolResultBlock
+
+from ._api import ToolContext, ToolOutput, ToolSpec
+from ._text import clip, cut_middle, seconds
+from ._validate import validate
+
+__all__ = ["ToolRegistry"]
+
+log = structlog.get_logger(__name__)
+
+# What every provider accepts as a function name (OpenAI and Anthropic: this
+# pattern; Gemini is a little looser).
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+_RAW_QUOTE_LIMIT = 200
+
+
+class ToolRegistry:
+    """Tools by name. Register them once, then hand ``definitions()`` to the
+    provider and every tool call of a response to ``run`` or ``run_all``."""
+
+    def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for spec in specs:
+            self.register(spec)
+
+    # ------------------------------------------------------------ registering
+
+    def register(self, spec: ToolSpec) -> None:
+        """Add a tool. A name already registered, a name providers would refuse,
+        or parameters that are not an object schema raise ValueError."""
+        if spec.name in self._specs:
+            raise ValueError(f"a tool named {spec.name!r} is already registered")
+        if not _NAME.match(spec.name):
+            raise ValueError(f"tool name {spec.name!r} must be 1-64 letters, digits, '_' or '-'")
+        params = spec.parameters
+        if not isinstance(params, dict) or params.get("type", "object") != "object":
+            raise ValueError(f"tool {spec.name!r}: parameters must be a JSON Schema of type object")
+        if spec.timeout <= 0:
+            raise ValueError(f"tool {spec.name!r}: timeout must be positive")
+        if spec.max_output <= 0:
+            raise ValueError(f"tool {spec.name!r}: max_output must be positive")
+        self._specs[spec.name] = spec
+
+    def names(self) -> list[str]:
+        """The registered tool names, sorted."""
+        return sorted(self._specs)
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._specs.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter([self._specs[n] for n in self.names()])
+
+    def definitions(self) -> list[Tool]:
+        """The tools as the provider sees them, sorted by name (a stable order
+        keeps the provider's prompt cache warm)."""
+        return [
+            Tool(name=s.name, description=s.description, parameters=s.parameters, strict=False)
+            for s in self
+        ]
+
+    # ------------------------------------------------------------ running
+
+    async def run(self, call: ToolCallBlock, ctx: ToolContext) -> ToolResultBlock:
+        """Run one tool call; every failure is an error result. Raises only
+        ``trio.Cancelled`` (when the caller is cancelled)."""
+        output = await self._run(call, ctx)
+        spec = self._specs.get(call.name)
+        if spec is not None:
+            content = cut_middle(output.content, spec.max_output)
+        else:
+            content = output.content
+        return ToolResultBlock(
+            tool_call_id=call.id, content=content, is_error=output.is_error, name=call.name
+        )
+
+    async def run_all(
+        self, calls: Sequence[ToolCallBlock], ctx: ToolContext, limit: int = 8
+    ) -> list[ToolResultBlock]:
+        """Run ``calls`` concurrently, at most ``limit`` at once; the results
+        come back in the order of the calls."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        results: list[ToolResultBlock | None] = [None] * len(calls)
+        limiter = trio.CapacityLimiter(limit)
+
+        async def one(i: int, call: ToolCallBlock) -> None:
+            async with limiter:
+                results[i] = await self.run(call, ctx)
+
+        async with trio.open_nursery() as nursery:
+            for i, call in enumerate(calls):
+                nursery.start_soon(one, i, call)
+        done = [r for r in results if r is not None]
+        assert len(done) == len(calls)
+        return done
+
+    async def _run(self, call: ToolCallBlock, ctx: ToolContext) -> ToolOutput:
+        spec = self._specs.get(call.name)
+        if spec is None:
+            available = ", ".join(self.names()) or "none"
+            return ToolOutput(
+                f"unknown tool {call.name!r}; the tools available are: {available}",
+                is_error=True,
+            )
+        if call.raw_arguments is not None:
+            return ToolOutput(
+                f"the arguments for tool {call.name!r} must be a JSON object; got: "
+                f"{clip(call.raw_arguments, _RAW_QUOTE_LIMIT)!r}",
+                is_error=True,
+            )
+        args = call.arguments
+        problems = validate(spec.parameters, args)
+        if problems:
+            return ToolOutput(
+                f"invalid arguments for tool {call.name!r}: " + "; ".join(problems),
+                is_error=True,
+            )
+
+        output: ToolOutput | None = None
+        try:
+            with trio.move_on_after(spec.timeout) as scope:
+                result = await spec.handler(dict(args), ctx)
+                output = _as_output(result, spec.name)
+        except Exception as exc:
+            # trio.Cancelled is a BaseException and goes through untouched.
+            log.warning("tool.failed", tool=spec.name, error=_describe(exc), exc_info=exc)
+            return ToolOutput(f"tool {spec.name} failed: {_describe(exc)}", is_error=True)
+        if scope.cancelled_caught or output is None:
+            return ToolOutput(
+                f"tool {spec.name} timed out after {seconds(spec.timeout)} s", is_error=True
+            )
+        return output
+
+
+def _as_output(result: object, name: str) -> ToolOutput:
+    if isinstance(result, ToolOutput):
+        return result
+    if isinstance(result, str):
+        return ToolOutput(result)
+    raise TypeError(f"handler of {name} returned {type(result).__name__}, not ToolOutput")
+
+
+def _describe(exc: BaseException) -> str:
+    """'ValueError: bad thing' - the type and message, never a traceback. An
+    exception group is described by its leaves."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [_describe(e) for e in exc.exceptions]
+        return "; ".join(leaves[:5]) + ("; ..." if len(leaves) > 5 else "")
+    message = str(exc)
+    name = type(exc).__name__
+    return f"{name}: {message}" if message else name

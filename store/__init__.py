@@ -1,0 +1,63 @@
+"""SQL history of every agent, message and mail (SQLAlchemy 2, SQLite or PostgreSQL).
+
+    from store import Store
+    store = Store()                      # $IKIGAI_DB_URL or ~/.local/share/ikigai/ikigai.db
+    a = store.create_agent("main", provider="anthropic", model="claude-sonnet-4-5")
+    store.append_user(a.uuid, Message(role="user", content=[TextBlock(text="hi")]))
+    messages = store.replay(a.uuid)      # list[providers.types.Message]
+
+Durability: when a write returns, it is committed and survives ``kill -9``.
+The store knows nothing of trio: call it through ``trio.to_thread.run_sync``.
+See docs/store.md for the schema, the message kinds and how replay works.
+"""
+
+from ._engine import data_dir, default_url, display_url, resolve_url
+from ._errors import (
+    AgentNotFound,
+    AmbiguousAgent,
+    BadForkPoint,
+    DatabaseUnreachable,
+    InvalidEntry,
+    NameTaken,
+    NoSuchMark,
+    SchemaDrift,
+    SchemaOutOfDate,
+    StoreError,
+)
+from ._ids import uuid7
+from ._store import Store
+from ._types import (
+    KINDS,
+    AgentRecord,
+    Entry,
+    MailRecord,
+    MessageRecord,
+    UsageReport,
+    UsageTotals,
+)
+
+__all__ = [
+    "KINDS",
+    "AgentNotFound",
+    "AgentRecord",
+    "AmbiguousAgent",
+    "BadForkPoint",
+    "DatabaseUnreachable",
+    "Entry",
+    "InvalidEntry",
+    "MailRecord",
+    "MessageRecord",
+    "NameTaken",
+    "NoSuchMark",
+    "SchemaDrift",
+    "SchemaOutOfDate",
+    "Store",
+    "StoreError",
+    "UsageReport",
+    "UsageTotals",
+    "data_dir",
+    "default_url",
+    "display_url",
+    "resolve_url",
+    "uuid7",
+]

@@ -1,0 +1,148 @@
+"""The tables, as SQLAlchemy Core metadata. Alembic (``migrations/``) owns the
+real schema; ``tests/store/test_migrations.py`` checks the two agree.
+
+See docs/store.md for what each column and message kind means.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
+
+NAMING_CONVENTION: dict[str, str] = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+# A JSON document: JSONB on PostgreSQL, JSON text on SQLite.
+# Python None is SQL NULL, not the JSON text 'null'.
+JSONDoc = sa.JSON(none_as_null=True).with_variant(postgresql.JSONB(none_as_null=True), "postgresql")
+# Row ids: BIGSERIAL on PostgreSQL; INTEGER PRIMARY KEY (the rowid) on SQLite.
+RowId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+# Agent ids are UUIDv7 strings: 36 characters, time-ordered as text.
+AGENT_ID_LEN = 36
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """An aware UTC datetime. SQLite keeps naive UTC text; PostgreSQL timestamptz."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("the store only takes timezone-aware datetimes")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+agents = sa.Table(
+    "agents",
+    metadata,
+    sa.Column("uuid", sa.String(AGENT_ID_LEN), primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    # the agent it was forked from or spawned by (the tree); NULL for a root
+    sa.Column("parent_uuid", sa.String(AGENT_ID_LEN), sa.ForeignKey("agents.uuid"), nullable=True),
+    # the last message it inherits from the parent's history; NULL: inherits nothing
+    sa.Column(
+        "fork_message_id",
+        RowId,
+        sa.ForeignKey("messages.id", use_alter=True),
+        nullable=True,
+    ),
+    sa.Column("provider", sa.String(100), nullable=False),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("thinking_level", sa.String(8), nullable=False),
+    sa.Column("system_prompt", sa.Text(), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),  # running | dead
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("ended_at", UTCDateTime(), nullable=True),
+    sa.Index("ix_agents_parent_uuid", "parent_uuid"),
+    # a name is unique among live agents; dead ones keep theirs
+    sa.Index(
+        "ux_agents_live_name",
+        "name",
+        unique=True,
+        sqlite_where=sa.text("status <> 'dead'"),
+        postgresql_where=sa.text("status <> 'dead'"),
+    ),
+)
+
+messages = sa.Table(
+    "messages",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("agent_uuid", sa.String(AGENT_ID_LEN), sa.ForeignKey("agents.uuid"), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    # readable text for people (ikictl history, psql, sqlite3)
+    sa.Column("content", sa.Text(), nullable=False),
+    # per-kind metadata, queryable (see docs/store.md)
+    sa.Column("data", JSONDoc, nullable=True),
+    # user/assistant/tool_result rows: the providers.types.Message exactly as
+    # msgspec encoded it. Text, not JSONB: JSONB reorders object keys, and
+    # replay must give back the same bytes (signatures, tool arguments).
+    sa.Column("message_json", sa.Text(), nullable=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_messages_agent_uuid_id", "agent_uuid", "id"),
+    # replay looks for the newest clear in each range of the lineage
+    sa.Index(
+        "ix_messages_clear",
+        "agent_uuid",
+        "id",
+        sqlite_where=sa.text("kind = 'clear'"),
+        postgresql_where=sa.text("kind = 'clear'"),
+    ),
+    sqlite_autoincrement=True,  # ids are never reused: history order is id order
+)
+
+mail = sa.Table(
+    "mail",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    # NULL: from a person or a script, not an agent
+    sa.Column("from_uuid", sa.String(AGENT_ID_LEN), sa.ForeignKey("agents.uuid"), nullable=True),
+    sa.Column("to_uuid", sa.String(AGENT_ID_LEN), sa.ForeignKey("agents.uuid"), nullable=False),
+    sa.Column("body", sa.Text(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("read_at", UTCDateTime(), nullable=True),
+    sa.Index("ix_mail_to_uuid_id", "to_uuid", "id"),
+    sqlite_autoincrement=True,
+)
+
+# A view the migrations create (not part of ``metadata``, so autogenerate
+# leaves it alone): one row per assistant or usage message, tokens as columns.
+message_usage = sa.Table(
+    "message_usage",
+    sa.MetaData(),
+    sa.Column("message_id", sa.BigInteger()),
+    sa.Column("agent_uuid", sa.String(AGENT_ID_LEN)),
+    sa.Column("kind", sa.String(32)),
+    sa.Column("created_at", UTCDateTime()),
+    sa.Column("provider", sa.String()),
+    sa.Column("model", sa.String()),
+    sa.Column("thinking_level", sa.String()),
+    sa.Column("input_tokens", sa.BigInteger()),
+    sa.Column("output_tokens", sa.BigInteger()),
+    sa.Column("thinking_tokens", sa.BigInteger()),
+    sa.Column("cached_tokens", sa.BigInteger()),
+    sa.Column("cache_write_tokens", sa.BigInteger()),
+)

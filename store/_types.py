@@ -1,0 +1,113 @@
+"""The rows the store returns and the entries it takes. msgspec Structs, so the
+daemon can put them on the wire as they are."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+import msgspec
+
+from providers.types import Message
+
+# Every kind a messages row can have. See docs/store.md for each one's data.
+KINDS: Final = frozenset(
+    {
+        "system",  # the system prompt was set (creation or update); content = the prompt
+        "user",  # a user Message (message_json)
+        "assistant",  # an assistant Message + provider/model/thinking/finish_reason/usage in data
+        "tool_call",  # one tool call of the assistant row before it (for people; not replayed)
+        "tool_result",  # a tool-role Message with the results (message_json)
+        "clear",  # the context starts afresh after this row
+        "mark",  # a checkpoint; data.label
+        "rewind",  # back to a mark; data.mark_id
+        "fork",  # first row of a forked agent; data.parent_uuid, data.at_message_id
+        "agent_killed",  # the agent ended; data.reason
+        "model_switch",  # provider/model/thinking changed; data.from, data.to
+        "interrupted",  # the turn starting at data.turn_start was cancelled
+        "usage",  # tokens spent without an assistant message (e.g. a cancelled stream)
+    }
+)
+# Kinds whose row holds a providers.types.Message, and the role it must have.
+MESSAGE_ROLES: Final = {"user": "user", "assistant": "assistant", "tool_result": "tool"}
+# Kinds the generic append takes; the others have their own Store method.
+APPENDABLE: Final = frozenset(
+    {"user", "assistant", "tool_result", "clear", "mark", "rewind", "interrupted", "usage"}
+)
+
+
+class AgentRecord(msgspec.Struct, frozen=True, kw_only=True):
+    uuid: str
+    name: str
+    parent_uuid: str | None
+    fork_message_id: int | None
+    provider: str
+    model: str
+    thinking_level: str
+    system_prompt: str
+    status: str  # "running" | "dead"
+    created_at: datetime
+    ended_at: datetime | None
+
+    @property
+    def alive(self) -> bool:
+        return self.status != "dead"
+
+
+class MessageRecord(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    agent_uuid: str
+    kind: str
+    content: str
+    data: dict[str, Any] | None
+    message: Message | None  # user, assistant and tool_result rows
+    created_at: datetime
+
+
+class MailRecord(msgspec.Struct, frozen=True, kw_only=True):
+    id: int
+    from_uuid: str | None
+    to_uuid: str
+    body: str
+    created_at: datetime
+    read_at: datetime | None
+
+
+class UsageTotals(msgspec.Struct, frozen=True, kw_only=True):
+    """Tokens and cost of one (provider, model), or of everything (both None)."""
+
+    provider: str | None
+    model: str | None
+    turns: int = 0  # assistant messages
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    # US dollars from the catalog's prices; None when the model has no price
+    # (in the grand total: the sum of what is priced, see UsageReport.unpriced)
+    cost_usd: float | None = None
+
+
+class UsageReport(msgspec.Struct, frozen=True, kw_only=True):
+    agent_uuid: str
+    descendants: bool  # totals include every descendant of the agent
+    agents: int  # how many agents the totals cover
+    by_model: list[UsageTotals]  # one per (provider, model as reported), most expensive first
+    total: UsageTotals
+    unpriced: list[str]  # "provider/model" with tokens but no price in the catalog
+
+
+class Entry(msgspec.Struct, frozen=True, kw_only=True):
+    """One row for ``Store.append_many``.
+
+    user/assistant/tool_result need ``message``; ``content`` is derived from it
+    when None. For assistant, ``data`` may carry ``usage`` (a Usage or a dict)
+    and ``finish_reason``; the store adds provider, model, thinking_level and
+    the thinking text, and writes one tool_call row after it per tool call.
+    """
+
+    kind: str
+    content: str | None = None
+    data: dict[str, Any] | None = None
+    message: Message | None = None

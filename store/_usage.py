@@ -1,0 +1,97 @@
+"""Token totals and their cost from the catalog's prices."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+
+from providers.catalog import Catalog, Prices
+
+from ._schema import message_usage
+from ._types import UsageReport, UsageTotals
+
+TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "thinking_tokens",
+    "cached_tokens",
+    "cache_write_tokens",
+)
+
+
+def usage_query(uuids: sa.ColumnElement[Any] | Sequence[str]) -> sa.Select[Any]:
+    """Sums per (provider, model) over the message_usage view for these agents."""
+    v = message_usage.c
+    turns = sa.func.sum(sa.case((v.kind == "assistant", 1), else_=0))
+    return (
+        sa.select(
+            v.provider,
+            v.model,
+            turns.label("turns"),
+            *(sa.func.sum(v[f]).label(f) for f in TOKEN_FIELDS),
+        )
+        .where(v.agent_uuid.in_(uuids))
+        .group_by(v.provider, v.model)
+    )
+
+
+def cost(prices: Prices, t: UsageTotals) -> float:
+    """US dollars. input_tokens counts the whole prompt, cache reads and writes
+    included; those two parts are billed at their own rates when the catalog
+    has them, else at the input rate. Thinking is part of output_tokens."""
+    cached = t.cached_tokens
+    written = t.cache_write_tokens
+    fresh = max(t.input_tokens - cached - written, 0)
+    dollars = (
+        fresh * prices.input
+        + cached * (prices.cached_input if prices.cached_input is not None else prices.input)
+        + written * (prices.cache_write if prices.cache_write is not None else prices.input)
+        + t.output_tokens * prices.output
+    )
+    return dollars / 1_000_000
+
+
+def report(
+    agent_uuid: str,
+    *,
+    descendants: bool,
+    agents: int,
+    rows: Iterable[Any],
+    catalog: Catalog,
+) -> UsageReport:
+    by_model: list[UsageTotals] = []
+    unpriced: list[str] = []
+    for r in rows:
+        provider = r.provider or "unknown"
+        model = r.model or "unknown"
+        t = UsageTotals(
+            provider=provider,
+            model=model,
+            turns=int(r.turns or 0),
+            **{f: int(getattr(r, f) or 0) for f in TOKEN_FIELDS},
+        )
+        entry = catalog.lookup(provider, model)
+        if entry is not None and entry.prices is not None:
+            t = msgspec.structs.replace(t, cost_usd=cost(entry.prices, t))
+        elif t.input_tokens or t.output_tokens:
+            unpriced.append(f"{provider}/{model}")
+        by_model.append(t)
+    by_model.sort(key=lambda t: (-(t.cost_usd or 0.0), -t.input_tokens - t.output_tokens))
+    total = UsageTotals(
+        provider=None,
+        model=None,
+        turns=sum(t.turns for t in by_model),
+        **{f: sum(getattr(t, f) for t in by_model) for f in TOKEN_FIELDS},
+        cost_usd=sum(t.cost_usd or 0.0 for t in by_model),
+    )
+    return UsageReport(
+        agent_uuid=agent_uuid,
+        descendants=descendants,
+        agents=agents,
+        by_model=by_model,
+        total=total,
+        unpriced=sorted(unpriced),
+    )

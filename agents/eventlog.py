@@ -1,0 +1,124 @@
+"""A per-agent log of numbered events with live subscribers.
+
+Publishing never blocks the agent: each subscriber has a bounded buffer, and a
+subscriber that falls that far behind is dropped with a Lagged notice saying
+the seq to resume from. The log keeps only the last ``keep`` entries in memory
+(the store has the whole history), so thousands of agents stay cheap.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import trio
+
+from .events import AgentEvent, Lagged, LogEntry
+
+
+class Subscription:
+    """Async iterator of LogEntry: the backlog, then live entries."""
+
+    def __init__(self, log: EventLog, backlog: list[LogEntry], buffer: int) -> None:
+        self._log = log
+        self._backlog = deque(backlog)
+        self._send, self._recv = trio.open_memory_channel[LogEntry](buffer)
+        self._lag: LogEntry | None = None
+        self.closed = False
+
+    def _offer(self, entry: LogEntry) -> bool:
+        try:
+            self._send.send_nowait(entry)
+        except trio.WouldBlock:
+            self._lag = LogEntry(
+                seq=entry.seq,
+                agent=entry.agent,
+                event=Lagged(resume_from=entry.seq, oldest_kept=self._log.oldest_seq),
+            )
+            self._end()
+            return False
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return False
+        return True
+
+    def _end(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._send.close()
+            self._log._subs.discard(self)
+
+    def close(self) -> None:
+        """Stop receiving; entries already buffered can still be read."""
+        self._end()
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> LogEntry:
+        if self._backlog:
+            return self._backlog.popleft()
+        try:
+            return await self._recv.receive()
+        except trio.EndOfChannel:
+            if self._lag is not None:
+                lag, self._lag = self._lag, None
+                return lag
+            raise StopAsyncIteration from None
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class EventLog:
+    def __init__(self, agent: str, *, keep: int = 256, buffer: int = 512, first_seq: int = 1) -> None:
+        self.agent = agent
+        self.buffer = buffer
+        self._entries: deque[LogEntry] = deque(maxlen=keep)
+        self._next = first_seq
+        self._subs: set[Subscription] = set()
+        self.closed = False
+
+    @property
+    def next_seq(self) -> int:
+        return self._next
+
+    @property
+    def oldest_seq(self) -> int:
+        return self._entries[0].seq if self._entries else self._next
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subs)
+
+    def publish(self, event: AgentEvent, turn: str | None = None) -> LogEntry:
+        entry = LogEntry(seq=self._next, agent=self.agent, event=event, turn=turn)
+        self._next += 1
+        self._entries.append(entry)
+        for sub in list(self._subs):
+            sub._offer(entry)
+        return entry
+
+    def subscribe(self, from_seq: int | None = None) -> Subscription:
+        """From ``from_seq`` (kept backlog first), or only new events when None."""
+        backlog: list[LogEntry] = []
+        if from_seq is not None:
+            oldest = self.oldest_seq
+            if from_seq < oldest:
+                backlog.append(
+                    LogEntry(seq=from_seq, agent=self.agent, event=Lagged(resume_from=from_seq, oldest_kept=oldest))
+                )
+            backlog.extend(e for e in self._entries if e.seq >= from_seq)
+        sub = Subscription(self, backlog, self.buffer)
+        if self.closed:
+            sub._end()
+        else:
+            self._subs.add(sub)
+        return sub
+
+    def close(self) -> None:
+        """The agent ended: every subscription ends after what it has buffered."""
+        self.closed = True
+        for sub in list(self._subs):
+            sub._end()

@@ -1,0 +1,123 @@
+"""What an agent publishes: the provider's stream events plus its own.
+
+Every event in an agent's log is a LogEntry with a sequence number; the daemon
+sends these to subscribers as they are (msgspec encodes the tagged union).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from providers.types import ProviderError, StreamEvent
+
+AgentState = Literal["idle", "waiting_for_llm", "executing_tool", "retrying"]
+TurnStatus = Literal["completed", "cancelled", "interrupted", "error", "tool_limit"]
+
+
+class _Event(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    pass
+
+
+class TurnStarted(_Event, tag="turn_started"):
+    prompt: str
+    provider: str
+    model: str
+    thinking_level: str
+
+
+class TurnEnded(_Event, tag="turn_ended"):
+    """completed: the model stopped; cancelled: stopped at a boundary, history
+    kept; interrupted: stopped mid-way, the turn left out of the context;
+    error: a provider error that was not (or no longer) retried; tool_limit:
+    the tool-turn limit was reached."""
+
+    status: TurnStatus
+    error: ProviderError | None = None
+    message: str | None = None
+
+
+class StateChanged(_Event, tag="state"):
+    state: AgentState
+
+
+class Queued(_Event, tag="queued"):
+    turn: str
+    position: int  # 1: next after the running turn
+
+
+class RetryScheduled(_Event, tag="retry"):
+    attempt: int  # the attempt that is coming, from 2
+    delay: float  # seconds
+    error: ProviderError
+    model: str
+    discarded_output: bool = False  # a partial answer was thrown away
+
+
+class FallbackUsed(_Event, tag="fallback"):
+    from_model: str
+    to_model: str
+    error: ProviderError
+
+
+class ToolStarted(_Event, tag="tool_started"):
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolFinished(_Event, tag="tool_finished"):
+    id: str
+    name: str
+    is_error: bool
+    content: str  # possibly shortened for the event; the full text is in history
+
+
+class Notice(_Event, tag="notice"):
+    text: str
+
+
+class ModelSwitched(_Event, tag="model_switched"):
+    provider: str
+    model: str
+    thinking_level: str
+    description: str
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+
+class AgentEnded(_Event, tag="agent_ended"):
+    reason: str
+
+
+class Lagged(_Event, tag="lagged"):
+    """The subscriber fell behind (or asked for events no longer kept): events
+    from ``resume_from`` on were not delivered; subscribe again from it (the
+    store's history has everything)."""
+
+    resume_from: int
+    oldest_kept: int
+
+
+AgentOwnEvent = (
+    TurnStarted
+    | TurnEnded
+    | StateChanged
+    | Queued
+    | RetryScheduled
+    | FallbackUsed
+    | ToolStarted
+    | ToolFinished
+    | Notice
+    | ModelSwitched
+    | AgentEnded
+    | Lagged
+)
+AgentEvent = StreamEvent | AgentOwnEvent
+
+
+class LogEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    seq: int
+    agent: str
+    event: AgentEvent
+    turn: str | None = None

@@ -1,0 +1,65 @@
+"""One Provider per (provider, wire api), built on demand and shared by agents.
+
+Agents name providers ("anthropic", "deepseek", a custom one); the pool turns
+that name into an HttpProvider with the right settings, and keeps one httpx
+client per provider so connections are reused across agents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+
+from providers.base import Provider
+from providers.catalog import Catalog, WireApi, default_catalog
+from providers.registry import make_provider
+from providers.settings import ProviderSettings, settings_for
+
+SettingsFactory = Callable[[str], ProviderSettings]
+
+
+class ProviderPool:
+    def __init__(
+        self,
+        *,
+        catalog: Catalog | None = None,
+        settings: SettingsFactory | None = None,
+        api_overrides: dict[str, WireApi] | None = None,
+        max_connections: int = 1000,
+    ) -> None:
+        self.catalog = catalog or default_catalog()
+        self._settings = settings or (lambda name: settings_for(name, catalog=self.catalog))
+        self._api_overrides = dict(api_overrides or {})
+        self._providers: dict[tuple[str, str], Provider] = {}
+        self._clients: dict[str, httpx.AsyncClient] = {}
+        self._limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=100)
+
+    def api_for(self, provider: str, model: str) -> WireApi:
+        if provider in self._api_overrides:
+            return self._api_overrides[provider]
+        return self.catalog.wire_api(provider, model)
+
+    def get(self, provider: str, model: str) -> Provider:
+        api = self.api_for(provider, model)
+        key = (provider, api)
+        found = self._providers.get(key)
+        if found is None:
+            settings = self._settings(provider)
+            client = self._clients.get(provider)
+            if client is None:
+                client = self._clients[provider] = httpx.AsyncClient(limits=self._limits)
+            found = self._providers[key] = make_provider(settings, api=api, client=client)
+        return found
+
+    def reset(self, settings: SettingsFactory | None = None) -> None:
+        """New settings (a config reload): providers are rebuilt on next use."""
+        if settings is not None:
+            self._settings = settings
+        self._providers.clear()
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+        self._providers.clear()

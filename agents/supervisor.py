@@ -1,0 +1,396 @@
+"""The supervisor: one nursery, one task per live agent, and the registry.
+
+    async with trio.open_nursery() as nursery:
+        sup = await nursery.start(Supervisor(db, pool, tools).run)
+        agent = await sup.create(model="claude-sonnet-4-5/med", name="a")
+        turn, position = sup.prompt(agent.uuid, "hello")
+
+A crash inside one actor is logged and recorded on that agent (its turn
+marked interrupted, an error event) and never ends the supervisor or other
+agents. Killing an agent ends its descendants; dead agents stay readable.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import structlog
+import trio
+
+from providers.modelspec import ResolvedModel, resolve_model
+from providers.types import ThinkingLevel
+from store import StoreError
+
+from .actor import Actor, AgentConfig
+from .events import AgentEnded, Notice
+from .pool import ProviderPool
+from .store import AsyncStore
+from .tools import AgentOpError, ToolRegistry
+
+log = structlog.get_logger("ikigai.agents")
+
+
+class AgentError(Exception):
+    """A refused request: unknown agent, busy agent, bad model text... The message says why."""
+
+
+class Supervisor:
+    def __init__(
+        self,
+        db: AsyncStore,
+        pool: ProviderPool,
+        tools: ToolRegistry,
+        config: AgentConfig | None = None,
+    ) -> None:
+        self.db = db
+        self.pool = pool
+        self.tools = tools
+        self.config = config or AgentConfig()
+        self.actors: dict[str, Actor] = {}
+        self._scopes: dict[str, trio.CancelScope] = {}
+        self._nursery: trio.Nursery | None = None
+        self._changed = trio.Event()  # pulsed on every turn end, death and mail
+        # caller uuid -> {agent it waits on: how many waits}; their mail is left for the wait
+        self.waiting: dict[str, dict[str, int]] = {}
+        self.ops = SupervisorOps(self)
+
+    # ------------------------------------------------------------ lifetime
+
+    async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            restored = 0
+            for record in await self.db.list_agents(include_dead=False):
+                await self._start(record)
+                restored += 1
+            await self._repair_dangling_turns()
+            log.info("supervisor started", restored=restored)
+            task_status.started(self)
+            await trio.sleep_forever()
+
+    async def _start(self, record: Any) -> Actor:
+        assert self._nursery is not None, "the supervisor is not running"
+        actor = Actor(record, self)
+        self.actors[actor.uuid] = actor
+        await self._nursery.start(self._supervise, actor)
+        return actor
+
+    async def _supervise(self, actor: Actor, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.CancelScope() as scope:
+            self._scopes[actor.uuid] = scope
+            task_status.started()
+            while True:
+                try:
+                    await actor.run()
+                except Exception as exc:  # the actor loop itself failed: record it and start it again
+                    log.exception("agent crashed; restarting its loop", agent=actor.uuid)
+                    actor.log.publish(Notice(text=f"agent loop crashed ({type(exc).__name__}: {exc}); restarted"))
+                    await trio.sleep(0.1)
+        self._scopes.pop(actor.uuid, None)
+
+    async def _repair_dangling_turns(self) -> None:
+        """A daemon that died mid-turn can leave tool calls with no results: mark those turns interrupted."""
+        for actor in self.actors.values():
+            start = await self.db.dangling_turn_start(actor.uuid)
+            if start is not None:
+                await self.db.append_interrupted(actor.uuid, start)
+                actor.invalidate_context()
+                actor.log.publish(Notice(text="a turn cut short by a daemon stop was marked interrupted"))
+
+    async def shutdown(self, grace: float = 5.0) -> None:
+        """Cancel every running turn (marked interrupted), wait up to ``grace`` for them to record it."""
+        for actor in self.actors.values():
+            actor.drop_queue()
+            actor.cancel()
+        with trio.move_on_after(grace):
+            for actor in list(self.actors.values()):
+                while actor.current_turn is not None:
+                    await actor.wait_turn_end()
+        for uuid, scope in list(self._scopes.items()):
+            scope.cancel()
+            self.actors[uuid].log.close()
+
+    # ------------------------------------------------------------ lookup
+
+    def label_of(self, uuid: str) -> str:
+        actor = self.actors.get(uuid)
+        return f"{actor.name} ({uuid})" if actor else uuid
+
+    async def resolve(self, ref: str) -> Any:
+        """The agent record for a uuid, a unique uuid prefix, or a name (live first)."""
+        try:
+            return await self.db.resolve(ref)
+        except LookupError as e:
+            raise AgentError(str(e)) from None
+
+    async def live(self, ref: str) -> Actor:
+        record = await self.resolve(ref)
+        actor = self.actors.get(record.uuid)
+        if actor is None:
+            raise AgentError(f"agent {record.name} ({record.uuid}) is dead")
+        return actor
+
+    def resolve_model(self, text: str, *, current_thinking: ThinkingLevel = "none") -> ResolvedModel:
+        return resolve_model(text, catalog=self.pool.catalog, current_thinking=current_thinking)
+
+    # ------------------------------------------------------------ agents
+
+    async def create(
+        self,
+        *,
+        model: str,
+        name: str | None = None,
+        system: str = "",
+        prompt: str | None = None,
+        parent: str | None = None,
+        thinking: ThinkingLevel = "none",
+    ) -> tuple[Any, ResolvedModel, str | None]:
+        """A new agent (no history). Returns (record, resolved model, first turn id)."""
+        try:
+            resolved = self.resolve_model(model, current_thinking=thinking)
+        except ValueError as e:
+            raise AgentError(str(e)) from None
+        try:
+            record = await self.db.create_agent(
+                name=name,
+                provider=resolved.provider,
+                model=resolved.model,
+                thinking_level=resolved.thinking.level,
+                system_prompt=system,
+                parent_uuid=parent,
+            )
+        except (StoreError, ValueError) as e:
+            raise AgentError(str(e)) from None
+        actor = await self._start(record)
+        turn = actor.submit(prompt)[0] if prompt else None
+        return record, resolved, turn
+
+    async def fork(
+        self,
+        ref: str,
+        *,
+        model: str | None = None,
+        at_message: int | None = None,
+        name: str | None = None,
+        prompt: str | None = None,
+    ) -> tuple[Any, ResolvedModel, str | None]:
+        """A child that inherits the parent's history up to its last completed
+        message (or ``at_message``) and its model, unless ``model`` is given."""
+        parent = await self.resolve(ref)
+        actor = self.actors.get(parent.uuid)
+        provider, model_name = parent.provider, parent.model
+        level: ThinkingLevel = actor.thinking_level if actor else parent.thinking_level
+        spec = model or f"{provider}/{model_name}"
+        try:
+            resolved = self.resolve_model(spec, current_thinking=level)
+        except ValueError as e:
+            raise AgentError(str(e)) from None
+        if at_message is None and actor is not None and actor.turn_first_row is not None:
+            # a busy agent forks from its last completed message, not mid-turn
+            at_message = await self.db.last_row_before(parent.uuid, actor.turn_first_row)
+            if at_message is None:  # its first turn: nothing settled to inherit
+                return await self.create(
+                    model=f"{resolved.provider}/{resolved.model}/{resolved.thinking.level}",
+                    name=name,
+                    system=parent.system_prompt,
+                    prompt=prompt,
+                    parent=parent.uuid,
+                )
+        try:
+            child = await self.db.fork(
+                parent.uuid,
+                at_message_id=at_message,
+                name=name,
+                provider=resolved.provider,
+                model=resolved.model,
+                thinking_level=resolved.thinking.level,
+            )
+        except (StoreError, ValueError) as e:
+            raise AgentError(str(e)) from None
+        child_actor = await self._start(child)
+        turn = child_actor.submit(prompt)[0] if prompt else None
+        return child, resolved, turn
+
+    async def kill(self, ref: str, *, reason: str = "killed") -> list[str]:
+        """End an agent and all its descendants. Returns the uuids ended."""
+        record = await self.resolve(ref)
+        doomed = [record.uuid, *await self.db.descendants(record.uuid, live_only=True)]
+        doomed = [u for u in doomed if u in self.actors or u == record.uuid]
+        for uuid in reversed(doomed):  # children first
+            actor = self.actors.get(uuid)
+            if actor is not None:
+                actor.drop_queue()
+                actor.cancel()
+        with trio.move_on_after(5):
+            for uuid in doomed:
+                actor = self.actors.get(uuid)
+                if actor is not None and actor.current_turn is not None:
+                    await actor.wait_turn_end()
+        await self.db.kill(doomed, reason=reason)
+        for uuid in doomed:
+            actor = self.actors.pop(uuid, None)
+            if actor is not None:
+                actor.alive = False
+                actor.log.publish(AgentEnded(reason=reason))
+                actor.log.close()
+            scope = self._scopes.pop(uuid, None)
+            if scope is not None:
+                scope.cancel()
+        self._pulse()
+        return doomed
+
+    def prompt(self, actor: Actor, text: str) -> tuple[str, int]:
+        if not text.strip():
+            raise AgentError("the prompt is empty")
+        return actor.submit(text)
+
+    async def switch_model(self, ref: str, spec: str, *, queue: bool = False) -> ResolvedModel:
+        actor = await self.live(ref)
+        try:
+            resolved = self.resolve_model(spec, current_thinking=actor.thinking_level)
+        except ValueError as e:
+            raise AgentError(str(e)) from None
+        if actor.busy:
+            if not queue:
+                raise AgentError(
+                    f"agent {actor.name} is running a turn: cancel it first, or queue the switch to run after it"
+                )
+            actor.queue_switch(resolved)
+            return resolved
+        await actor.apply_switch(resolved)
+        return resolved
+
+    async def set_system(self, ref: str, text: str) -> None:
+        actor = await self.live(ref)
+        await self.db.set_system(actor.uuid, text)
+        actor.system_prompt = text
+
+    async def history_op(self, ref: str, kind: str, label: str | None = None) -> int:
+        """clear, mark [label] or rewind [label]; refused while a turn runs."""
+        actor = await self.live(ref)
+        if actor.busy:
+            raise AgentError(f"agent {actor.name} is running a turn: {kind} it when it is idle")
+        try:
+            row = await self.db.control(actor.uuid, kind, label)
+        except LookupError as e:
+            raise AgentError(str(e)) from None
+        actor.invalidate_context()
+        return row
+
+    # ------------------------------------------------------------ mail
+
+    async def send_mail(self, sender: str | None, to_ref: str, text: str) -> int:
+        target = await self.live(to_ref)
+        mail_id = await self.db.send_mail(sender, target.uuid, text)
+        target.notify_mail()
+        self._pulse()
+        return mail_id
+
+    def turn_finished(self, actor: Actor) -> None:
+        self._pulse()
+
+    def _pulse(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(
+        self,
+        caller: str,
+        refs: list[str],
+        timeout: float | None,  # noqa: ASYNC109 - the model's own wait limit, part of the tool
+    ) -> list[dict[str, Any]]:
+        """Until each agent has mailed ``caller``, finished its work, or died."""
+        records = [await self.resolve(r) for r in refs]
+        watched = self.waiting.setdefault(caller, {})
+        for rec in records:  # their mail is for this wait, not a new prompt of the caller
+            watched[rec.uuid] = watched.get(rec.uuid, 0) + 1
+        try:
+            return await self._wait_for(caller, records, timeout)
+        finally:
+            for rec in records:
+                watched[rec.uuid] -= 1
+                if not watched[rec.uuid]:
+                    del watched[rec.uuid]
+            if not watched:
+                self.waiting.pop(caller, None)
+            if caller in self.actors:
+                self.actors[caller].notify_mail()  # whatever the wait did not take
+
+    async def _wait_for(self, caller: str, records: list[Any], timeout: float | None) -> list[dict[str, Any]]:  # noqa: ASYNC109
+        results: dict[str, dict[str, Any]] = {}
+        deadline = trio.current_time() + (timeout if timeout is not None else math.inf)
+        while True:
+            for rec in records:
+                if rec.uuid in results:
+                    continue
+                mail = [m for m in await self.db.inbox(caller, unread=True) if m.from_uuid == rec.uuid]
+                if mail:
+                    await self.db.mark_read(caller, [m.id for m in mail])
+                    results[rec.uuid] = {"agent": rec.uuid, "name": rec.name, "status": "answered",
+                                         "reply": "\n\n".join(m.body for m in mail)}
+                    continue
+                actor = self.actors.get(rec.uuid)
+                if actor is None:
+                    results[rec.uuid] = {"agent": rec.uuid, "name": rec.name, "status": "dead", "reply": ""}
+                elif not actor.busy:
+                    last = actor.last_result
+                    results[rec.uuid] = {
+                        "agent": rec.uuid,
+                        "name": rec.name,
+                        "status": last.status if last else "idle",
+                        "reply": last.reply if last else "",
+                    }
+            if len(results) == len(records):
+                break
+            changed = self._changed
+            with trio.move_on_at(deadline):
+                await changed.wait()
+            if trio.current_time() >= deadline:
+                break
+        return [
+            results.get(rec.uuid, {"agent": rec.uuid, "name": rec.name, "status": "running", "reply": ""})
+            for rec in records
+        ]
+
+
+class SupervisorOps:
+    """The AgentOps the model's agent tools (fork, kill, send, wait) call."""
+
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+
+    async def fork(self, parent: str, *, prompt: str | None, model: str | None, name: str | None) -> str:
+        try:
+            child, _, _ = await self.sup.fork(parent, model=model, name=name, prompt=prompt)
+        except Exception as e:
+            raise AgentOpError(str(e)) from None
+        return child.uuid
+
+    async def kill(self, caller: str, target: str) -> list[str]:
+        try:
+            record = await self.sup.resolve(target)
+            if record.uuid == caller or record.uuid not in await self.sup.db.descendants(caller, live_only=True):
+                raise AgentOpError(f"{target} is not a descendant of this agent: an agent may only kill its own sub-agents")
+            return await self.sup.kill(record.uuid, reason=f"killed by {caller}")
+        except AgentOpError:
+            raise
+        except Exception as e:
+            raise AgentOpError(str(e)) from None
+
+    async def send(self, sender: str, to: str, text: str) -> int:
+        try:
+            return await self.sup.send_mail(sender, to, text)
+        except Exception as e:
+            raise AgentOpError(str(e)) from None
+
+    async def wait(
+        self,
+        caller: str,
+        agents: list[str],
+        timeout: float | None,  # noqa: ASYNC109 - the model's own wait limit, part of the tool
+    ) -> list[dict[str, Any]]:
+        try:
+            return await self.sup.wait_for(caller, agents, timeout)
+        except Exception as e:
+            raise AgentOpError(str(e)) from None

@@ -13,7 +13,6 @@ current provider call or tool batch finish and stops before the next.
 
 from __future__ import annotations
 
-import itertools
 import uuid as uuidlib
 from collections import deque
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from providers.types import (
     ThinkingLevel,
     ToolCallBlock,
     ToolResultBlock,
+    Usage,
 )
 
 from .context import for_provider
@@ -123,7 +123,7 @@ class Actor:
         self._context: list[Message] | None = None  # the replayed context, kept in step with the store
         self._turn_ended = trio.Event()  # pulsed at the end of every turn
         self._mail_waiting = False
-        self._turn_ids = itertools.count(1)
+        self._repaired = False  # dangling turn from a crashed daemon checked
 
     # ------------------------------------------------------------ observation
 
@@ -229,8 +229,20 @@ class Actor:
 
     async def context(self) -> list[Message]:
         if self._context is None:
+            if not self._repaired:
+                await self._repair_dangling_turn()
             self._context = await self.sup.db.replay(self.uuid)
         return self._context
+
+    async def _repair_dangling_turn(self) -> None:
+        """A daemon that died mid-turn can leave tool calls with no results,
+        which no provider accepts: mark that turn interrupted. Done on first
+        use rather than at start, so restoring 10,000 agents reads no history."""
+        self._repaired = True
+        start = await self.sup.db.dangling_turn_start(self.uuid)
+        if start is not None:
+            await self.sup.db.append_interrupted(self.uuid, start)
+            self._publish(Notice(text="a turn cut short by a daemon stop was marked interrupted"))
 
     async def apply_switch(self, resolved: ResolvedModel) -> None:
         await self.sup.db.switch_model(self.uuid, resolved.provider, resolved.model, resolved.thinking.level)
@@ -253,6 +265,8 @@ class Actor:
         turn = cmd.turn
         self.current_turn = turn
         self._stop_at_boundary = False
+        self._turn_usage = Usage()
+        self._turn_cost: float | None = 0.0
         self._publish(
             TurnStarted(
                 prompt=cmd.text, provider=self.provider, model=self.model, thinking_level=self.thinking_level
@@ -293,7 +307,10 @@ class Actor:
                 reply = last.text
         self.last_result = TurnResult(turn=turn, status=status, reply=reply, error=error)
         self._set_state("idle")
-        self._publish(TurnEnded(status=status, error=error, message=message), turn)
+        self._publish(
+            TurnEnded(status=status, error=error, message=message, usage=self._turn_usage, cost_usd=self._turn_cost),
+            turn,
+        )
         self.current_turn = None
         self.turn_first_row = None
         self._turn_ended.set()
@@ -306,6 +323,7 @@ class Actor:
             response, error = await self._call_model(turn)
             if response is None:
                 return "error", error
+            self._spend(response)
             msg = Message(
                 role="assistant",
                 content=list(response.blocks),
@@ -348,6 +366,22 @@ class Actor:
             if self._stop_at_boundary:
                 return "cancelled", None
         return "tool_limit", None  # pragma: no cover - the loop returns on its last step
+
+    def _spend(self, response: Response) -> None:
+        self._turn_usage = self._turn_usage + response.usage
+        entry = self.sup.pool.catalog.lookup(response.provider or self.provider, response.model or self.model)
+        if entry is None:
+            entry = self.sup.pool.catalog.lookup(self.provider, self.model)
+        if entry is None or entry.prices is None or self._turn_cost is None:
+            self._turn_cost = None
+            return
+        u = response.usage
+        self._turn_cost += entry.prices.cost(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cached_tokens=u.cached_tokens,
+            cache_write_tokens=u.cache_write_tokens,
+        )
 
     async def _store_results(self, calls: list[ToolCallBlock], text: str) -> None:
         results = [ToolResultBlock(tool_call_id=c.id, content=text, is_error=True, name=c.name) for c in calls]

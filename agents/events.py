@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from providers.types import ProviderError, StreamEvent
+from providers.types import ProviderError, StreamEvent, Usage
 
 AgentState = Literal["idle", "waiting_for_llm", "executing_tool", "retrying"]
 TurnStatus = Literal["completed", "cancelled", "interrupted", "error", "tool_limit"]
@@ -36,6 +36,8 @@ class TurnEnded(_Event, tag="turn_ended"):
     status: TurnStatus
     error: ProviderError | None = None
     message: str | None = None
+    usage: Usage = msgspec.field(default_factory=Usage)  # every response of the turn
+    cost_usd: float | None = None  # None when a model used has no price in the catalog
 
 
 class StateChanged(_Event, tag="state"):

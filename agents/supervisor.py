@@ -54,6 +54,7 @@ class Supervisor:
         # caller uuid -> {agent it waits on: how many waits}; their mail is left for the wait
         self.waiting: dict[str, dict[str, int]] = {}
         self.ops = SupervisorOps(self)
+        self.dead_count = 0  # kept in memory so status never waits on the database
 
     # ------------------------------------------------------------ lifetime
 
@@ -61,10 +62,12 @@ class Supervisor:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             restored = 0
-            for record in await self.db.list_agents(include_dead=False):
-                await self._start(record)
-                restored += 1
-            await self._repair_dangling_turns()
+            for record in await self.db.list_agents(include_dead=True):
+                if record.alive:
+                    await self._start(record)
+                    restored += 1
+                else:
+                    self.dead_count += 1
             log.info("supervisor started", restored=restored)
             task_status.started(self)
             await trio.sleep_forever()
@@ -88,15 +91,6 @@ class Supervisor:
                     actor.log.publish(Notice(text=f"agent loop crashed ({type(exc).__name__}: {exc}); restarted"))
                     await trio.sleep(0.1)
         self._scopes.pop(actor.uuid, None)
-
-    async def _repair_dangling_turns(self) -> None:
-        """A daemon that died mid-turn can leave tool calls with no results: mark those turns interrupted."""
-        for actor in self.actors.values():
-            start = await self.db.dangling_turn_start(actor.uuid)
-            if start is not None:
-                await self.db.append_interrupted(actor.uuid, start)
-                actor.invalidate_context()
-                actor.log.publish(Notice(text="a turn cut short by a daemon stop was marked interrupted"))
 
     async def shutdown(self, grace: float = 5.0) -> None:
         """Cancel every running turn (marked interrupted), wait up to ``grace`` for them to record it."""
@@ -231,6 +225,7 @@ class Supervisor:
         for uuid in doomed:
             actor = self.actors.pop(uuid, None)
             if actor is not None:
+                self.dead_count += 1
                 actor.alive = False
                 actor.log.publish(AgentEnded(reason=reason))
                 actor.log.close()

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
+import msgspec
 
 from .base import Codec, HttpRequest, TokenCounter
 from .errors import transport_error
@@ -59,6 +60,13 @@ class HttpProvider:
         self._own_client = client is None
         self._client = client or httpx.AsyncClient(timeout=_timeout(settings))
 
+    def _scrub(self, error: ProviderError) -> ProviderError:
+        """Providers sometimes quote the key they refused; it must not travel further."""
+        key = self.settings.api_key
+        if key and key in error.message:
+            return msgspec.structs.replace(error, message=error.message.replace(key, "[REDACTED]"))
+        return error
+
     def _send_args(self, req: HttpRequest) -> dict:
         return {
             "method": req.method,
@@ -96,14 +104,14 @@ class HttpProvider:
                 # an HTTP error, or a 200 whose body is an error object and not a stream
                 body = await response.aread()
                 status = response.status_code if response.status_code >= 400 else 200
-                yield ErrorEvent(error=self.codec.decode_error(status, body, response.headers))
+                yield ErrorEvent(error=self._scrub(self.codec.decode_error(status, body, response.headers)))
                 return
             decoder = self.codec.stream_decoder(request)
             async for chunk in response.aiter_bytes():
                 for event in decoder.feed(chunk):
-                    yield event
+                    yield ErrorEvent(error=self._scrub(event.error)) if isinstance(event, ErrorEvent) else event
             for event in decoder.close():
-                yield event
+                yield ErrorEvent(error=self._scrub(event.error)) if isinstance(event, ErrorEvent) else event
         except httpx.HTTPError as exc:
             yield ErrorEvent(error=_transport_failure(exc, self.name, what))
 
@@ -131,7 +139,7 @@ class HttpProvider:
             raise ProviderFailure(_transport_failure(exc, self.name, what)) from None
         if response.status_code >= 400:
             raise ProviderFailure(
-                self.codec.decode_error(response.status_code, response.content, response.headers)
+                self._scrub(self.codec.decode_error(response.status_code, response.content, response.headers))
             )
         return response.content
 

@@ -39,19 +39,13 @@ def usage_query(uuids: sa.ColumnElement[Any] | Sequence[str]) -> sa.Select[Any]:
 
 
 def cost(prices: Prices, t: UsageTotals) -> float:
-    """US dollars. input_tokens counts the whole prompt, cache reads and writes
-    included; those two parts are billed at their own rates when the catalog
-    has them, else at the input rate. Thinking is part of output_tokens."""
-    cached = t.cached_tokens
-    written = t.cache_write_tokens
-    fresh = max(t.input_tokens - cached - written, 0)
-    dollars = (
-        fresh * prices.input
-        + cached * (prices.cached_input if prices.cached_input is not None else prices.input)
-        + written * (prices.cache_write if prices.cache_write is not None else prices.input)
-        + t.output_tokens * prices.output
+    """US dollars for the totals, by the catalog's rule (Prices.cost)."""
+    return prices.cost(
+        input_tokens=t.input_tokens,
+        output_tokens=t.output_tokens,
+        cached_tokens=t.cached_tokens,
+        cache_write_tokens=t.cache_write_tokens,
     )
-    return dollars / 1_000_000
 
 
 def report(

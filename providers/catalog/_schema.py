@@ -43,6 +43,21 @@ class Prices(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     cached_input: float | None = None
     cache_write: float | None = None
 
+    def cost(
+        self, *, input_tokens: int, output_tokens: int, cached_tokens: int = 0, cache_write_tokens: int = 0
+    ) -> float:
+        """US dollars. input_tokens counts the whole prompt, cache reads and
+        writes included; those two parts are billed at their own rates when
+        known, else at the input rate. Thinking is part of output_tokens."""
+        fresh = max(input_tokens - cached_tokens - cache_write_tokens, 0)
+        dollars = (
+            fresh * self.input
+            + cached_tokens * (self.cached_input if self.cached_input is not None else self.input)
+            + cache_write_tokens * (self.cache_write if self.cache_write is not None else self.input)
+            + output_tokens * self.output
+        )
+        return dollars / 1_000_000
+
 
 class ModelEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     id: str

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import trio
 import trio.testing
 
@@ -23,6 +24,7 @@ from providers.types import (
     TextBlock,
     TextDelta,
     ToolResultBlock,
+    Usage,
 )
 from tests.agents.conftest import of
 from tests.fakes.script import HttpError, Reply, ToolCall
@@ -66,7 +68,11 @@ async def test_tool_turn_with_two_parallel_calls(harness):
     rec, _, _ = await sup.create(model=MODEL, name="main")
     events = await harness.turn("main", "do both")
 
-    assert of(events, TurnEnded) == [TurnEnded(status="completed")]
+    [ended] = of(events, TurnEnded)
+    assert ended.status == "completed" and ended.error is None
+    # two responses of the fake's default usage (12 in, 34 out), priced at claude-sonnet-4-5's $3/$15
+    assert ended.usage == Usage(input_tokens=24, output_tokens=68)
+    assert ended.cost_usd == pytest.approx((24 * 3 + 68 * 15) / 1e6)
     assert [e.name for e in of(events, ToolStarted)] == ["add", "echo"]
     assert [(e.name, e.content, e.is_error) for e in of(events, ToolFinished)] == [("add", "5", False), ("echo", "HI", False)]
     # the two tools ran at the same time

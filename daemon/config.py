@@ -1,0 +1,408 @@
+"""config.json: the daemon's settings, validated with msgspec.
+
+A missing file means the defaults. A file that cannot be used is refused
+with ConfigError naming the file and the field at fault, e.g.::
+
+    /home/me/.config/ikigai/config.json: providers.openai.read_timeout: Expected number, got str
+
+Every key is documented in docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from providers.catalog import Catalog, WireApi, default_catalog, load_catalog
+from providers.modelspec import ModelSpecError, parse_model_spec
+from providers.openai import DIALECT_FLAGS, compatible_provider
+from providers.settings import ProviderSettings, settings_for
+from providers.types import THINKING_LEVELS
+
+from .logs import register_secret
+
+__all__ = [
+    "Config",
+    "ConfigError",
+    "ProviderConfig",
+    "ToolsPolicy",
+    "api_overrides",
+    "build_catalog",
+    "load_config",
+    "model_text",
+    "parse_config",
+    "settings_factory",
+]
+
+ThinkingLevel = Literal["none", "low", "med", "high"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+Positive = Annotated[float, Meta(gt=0)]
+NonNegative = Annotated[float, Meta(ge=0)]
+PositiveInt = Annotated[int, Meta(ge=1)]
+NonNegativeInt = Annotated[int, Meta(ge=0)]
+
+_CUSTOM_APIS = ("chat", "responses")
+# the choices of each Literal field, for a readable "must be one of" message
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "api": ("chat", "responses", "messages", "generate_content"),
+    "default_thinking": ("none", "low", "med", "high"),
+    "log_level": ("debug", "info", "warning", "error"),
+}
+
+
+class ConfigError(ValueError):
+    """config.json cannot be used: the message names the file and the field."""
+
+
+class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class ProviderConfig(_Strict):
+    """Settings of one provider: overrides of a catalog provider, or a custom
+    OpenAI-compatible service (a name not in the catalog)."""
+
+    base_url: str | None = None
+    api: WireApi | None = None
+    # UNSET: the catalog's variables; null or []: the service takes no key
+    key_env: str | list[str] | UnsetType | None = UNSET
+    default_model: str | None = None  # used when a model text names only this provider
+    extra_headers: dict[str, str] = msgspec.field(default_factory=dict)
+    connect_timeout: Positive | UnsetType = UNSET
+    read_timeout: Positive | UnsetType = UNSET
+    max_retries: NonNegativeInt | UnsetType = UNSET
+    dialect: list[str] | UnsetType = UNSET
+
+    @property
+    def key_env_list(self) -> list[str] | None:
+        """The key variables as a list; None when not set (keep the catalog's)."""
+        if self.key_env is UNSET:
+            return None
+        if self.key_env is None:
+            return []
+        return [self.key_env] if isinstance(self.key_env, str) else list(self.key_env)
+
+
+class ToolsPolicy(_Strict):
+    """Which tools agents get: ``enabled`` null means every tool; a list means
+    only those. ``disabled`` is taken away either way."""
+
+    enabled: list[str] | None = None
+    disabled: list[str] = msgspec.field(default_factory=list)
+
+    def allows(self, name: str) -> bool:
+        if name in self.disabled:
+            return False
+        return self.enabled is None or name in self.enabled
+
+
+class Config(_Strict):
+    default_model: str = "claude-sonnet-4-5"
+    default_thinking: ThinkingLevel = "none"
+    providers: dict[str, ProviderConfig] = msgspec.field(default_factory=dict)
+    max_output_tokens: PositiveInt = 4096
+    max_tool_turns: NonNegativeInt = 50
+    tool_folders: list[str] = msgspec.field(default_factory=list)  # ~ expanded on load
+    tools: ToolsPolicy = msgspec.field(default_factory=ToolsPolicy)
+    fallback_models: list[str] = msgspec.field(default_factory=list)
+    autostart: bool = True  # read by ikictl (daemon.paths.read_autostart)
+    database_url: str | None = None  # IKIGAI_DB_URL wins
+    log_level: LogLevel = "info"
+    shutdown_grace: NonNegative = 10.0  # seconds
+    max_line_bytes: Annotated[int, Meta(ge=1024)] = 1 << 20
+
+    @property
+    def tool_folder_paths(self) -> list[Path]:
+        return [Path(p) for p in self.tool_folders]
+
+
+# ------------------------------------------------------------------ loading
+
+
+def load_config(path: Path) -> Config:
+    """Read and check ``path``; a missing (or empty) file gives the defaults."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a file") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read it: {e.strerror or e}") from None
+    return parse_config(raw, path)
+
+
+def parse_config(raw: bytes | str, path: Path | str = "config.json") -> Config:
+    """Check the text of a config file; ``path`` is only used in messages
+    and to resolve relative tool folders."""
+    where = str(path)
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{where}: not UTF-8 text (byte {e.start})") from None
+    if not raw.strip():
+        return Config()
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            f"{where}: line {e.lineno} column {e.colno}: not valid JSON: {e.msg}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{where}: expected a JSON object at the top, got {_type_words(_json_kind(data))}"
+        )
+
+    # Providers one by one, so a message can name the provider (msgspec writes
+    # "[...]" for a dict key).
+    providers_raw = data.get("providers", {})
+    if isinstance(providers_raw, dict):
+        providers: dict[str, ProviderConfig] = {}
+        for name, value in providers_raw.items():
+            prefix = f"providers.{name}"
+            if isinstance(value, dict) and isinstance(value.get("extra_headers"), dict):
+                for h, hv in value["extra_headers"].items():
+                    if not isinstance(hv, str):
+                        got = _type_words(_json_kind(hv))
+                        raise ConfigError(
+                            f"{where}: {prefix}.extra_headers.{h}: Expected str, got {got}"
+                        )
+            providers[name] = _convert(value, ProviderConfig, where, prefix)
+        data = {**data, "providers": providers}
+    config = _convert(data, Config, where, "")
+    config = msgspec.structs.replace(
+        config, tool_folders=[_expand(p, Path(path).parent) for p in config.tool_folders]
+    )
+    _check(config, where)
+    return config
+
+
+def _expand(folder: str, base: Path) -> str:
+    p = Path(os.path.expanduser(folder))
+    return str(p if p.is_absolute() else base / p)
+
+
+_PATH_PART = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+_TICKED = re.compile(r"`([^`]*)`")
+_TYPE_WORDS = {"float": "number", "int": "integer", "array": "list", "object": "object"}
+
+
+def _convert(value: Any, type_: type[Any], where: str, prefix: str) -> Any:
+    try:
+        return msgspec.convert(value, type=type_)
+    except msgspec.ValidationError as e:
+        raise ConfigError(_message(str(e), where, prefix, type_)) from None
+
+
+def _message(text: str, where: str, prefix: str, type_: type[Any]) -> str:
+    """msgspec's 'Expected `float`, got `str` - at `$.read_timeout`' as
+    'FILE: PREFIX.read_timeout: Expected number, got str'."""
+    m = _PATH_PART.search(text)
+    sub = ""
+    if m:
+        sub = m.group("path").lstrip(".")
+        text = text[: m.start()]
+    field = ".".join(p for p in (prefix, sub) if p)
+    unknown = re.fullmatch(r"Object contains unknown field `([^`]*)`", text)
+    if unknown:
+        key = unknown.group(1)
+        full = ".".join(p for p in (field, key) if p)
+        known = _known_fields(type_, sub)
+        hint = f" (known keys: {', '.join(known)})" if known else ""
+        return f"{where}: {full}: unknown key{hint}"
+    enum = re.fullmatch(r"Invalid enum value (.*)", text)
+    last = field.rsplit(".", 1)[-1]
+    if enum and last in _CHOICES:
+        text = f"must be one of {', '.join(_CHOICES[last])}, not {enum.group(1)}"
+    else:
+        text = _TICKED.sub(lambda t: _type_words(t.group(1)), text)
+    return f"{where}: {field}: {text}" if field else f"{where}: {text}"
+
+
+def _type_words(types: str) -> str:
+    return " | ".join(_TYPE_WORDS.get(t.strip(), t.strip()) for t in types.split("|"))
+
+
+def _known_fields(type_: type[Any], sub: str) -> list[str]:
+    """The field names of the struct at ``sub`` (a msgspec path below ``type_``)."""
+    t: Any = type_
+    for part in filter(None, sub.split(".")):
+        part = part.split("[")[0]
+        hints = msgspec.structs.fields(t) if isinstance(t, type) else ()
+        nxt = next((f.type for f in hints if f.name == part), None)
+        if not (isinstance(nxt, type) and issubclass(nxt, msgspec.Struct)):
+            return []
+        t = nxt
+    if isinstance(t, type) and issubclass(t, msgspec.Struct):
+        return list(t.__struct_fields__)
+    return []
+
+
+def _json_kind(value: object) -> str:
+    """msgspec's name for the JSON type of ``value``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    return "array" if isinstance(value, list) else "object"
+
+
+# ------------------------------------------------------------------ meaning
+
+
+def _check(config: Config, where: str) -> None:
+    """What the types cannot say: custom providers, dialect flags, model texts."""
+    base = default_catalog()  # only read: which names are catalog providers
+    for name, pc in config.providers.items():
+        at = f"{where}: providers.{name}"
+        if not name or "/" in name:
+            raise ConfigError(f"{at}: a provider name must be non-empty and contain no '/'")
+        if pc.base_url is not None and not pc.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"{at}.base_url: must start with http:// or https://")
+        if pc.dialect is not UNSET:
+            unknown = sorted(set(pc.dialect) - DIALECT_FLAGS)
+            if unknown:
+                raise ConfigError(
+                    f"{at}.dialect: unknown flag(s) {', '.join(unknown)} "
+                    f"(known: {', '.join(sorted(DIALECT_FLAGS))})"
+                )
+        if name not in base.providers:
+            if pc.base_url is None or pc.api is None:
+                raise ConfigError(
+                    f"{at}: {name!r} is not a catalog provider, so it needs base_url and "
+                    f"api (chat or responses) to be a custom OpenAI-compatible one "
+                    f"(catalog providers: {', '.join(base.providers)})"
+                )
+            if pc.api not in _CUSTOM_APIS:
+                raise ConfigError(
+                    f"{at}.api: a custom provider speaks chat or responses, not {pc.api!r}"
+                )
+    catalog = build_catalog(config)
+    for name, pc in config.providers.items():
+        if pc.default_model is not None:
+            _check_model(
+                f"{name}/{pc.default_model}", catalog, f"{where}: providers.{name}.default_model"
+            )
+    _check_model(config.default_model, catalog, f"{where}: default_model")
+    for i, text in enumerate(config.fallback_models):
+        _check_model(text, catalog, f"{where}: fallback_models[{i}]")
+
+
+def _check_model(text: str, catalog: Catalog, at: str) -> None:
+    try:
+        parse_model_spec(text, catalog)
+    except ModelSpecError as e:
+        raise ConfigError(f"{at}: {e}") from None
+
+
+def build_catalog(config: Config) -> Catalog:
+    """A fresh catalog (never the cached default one) with the config's
+    provider overrides applied and its custom providers added."""
+    catalog = load_catalog()
+    for name, pc in config.providers.items():
+        entry = catalog.providers.get(name)
+        if entry is None:
+            keys = pc.key_env_list
+            catalog.add_provider(
+                compatible_provider(
+                    name,
+                    pc.base_url or "",
+                    api=pc.api or "chat",  # type: ignore[arg-type]
+                    key_env=keys or None,
+                    dialect=pc.dialect if pc.dialect is not UNSET else (),
+                )
+            )
+            continue
+        changes: dict[str, Any] = {}
+        if pc.base_url is not None:
+            changes["base_url"] = pc.base_url.rstrip("/")
+        if pc.api is not None:
+            changes["api"] = pc.api
+        if pc.key_env_list is not None:
+            changes["key_env"] = pc.key_env_list
+        if pc.dialect is not UNSET:
+            changes["dialect"] = list(dict.fromkeys(pc.dialect))
+        if changes:
+            catalog.add_provider(msgspec.structs.replace(entry, **changes))
+    return catalog
+
+
+def model_text(config: Config, text: str | None = None) -> str:
+    """The model text to resolve for a request: the config's ``default_model``
+    when none is given; ``PROVIDER`` or ``PROVIDER/THINKING`` alone become
+    ``PROVIDER/<that provider's default_model>[/THINKING]`` when the config
+    sets one; anything else is returned as is (for ``resolve_model``)."""
+    if text is None or not text.strip():
+        return config.default_model
+    text = text.strip()
+    provider, _, rest = text.partition("/")
+    pc = config.providers.get(provider)
+    if pc is None or pc.default_model is None or "/" in rest:
+        return text
+    if not rest:
+        return f"{provider}/{pc.default_model}"
+    level = {"medium": "med", "off": "none"}.get(rest.lower(), rest.lower())
+    if level in THINKING_LEVELS:
+        return f"{provider}/{pc.default_model}/{level}"
+    return text
+
+
+def api_overrides(config: Config) -> dict[str, WireApi]:
+    """provider -> the wire API the config pins it to (for agents.pool.ProviderPool):
+    it wins over the catalog's per-model choice."""
+    return {name: pc.api for name, pc in config.providers.items() if pc.api is not None}
+
+
+def settings_factory(
+    config: Config,
+    credentials: Mapping[str, str],
+    env: Mapping[str, str] | None = None,
+    catalog: Catalog | None = None,
+) -> Callable[[str], ProviderSettings]:
+    """provider name -> ProviderSettings, for agents.pool.ProviderPool.
+
+    base_url, api, key_env and dialect come from ``catalog`` (which must be
+    ``build_catalog(config)``; built here when None), extra headers and timeouts
+    from the config. The key: the provider's environment variables first, then
+    credentials.json by provider name, then by variable name. A provider's
+    ``base_url_env`` variable (e.g. XAI_BASE_URL) wins over the config's base_url.
+    Every key handed out is registered with the log redactor.
+    """
+    env = os.environ if env is None else env
+    catalog = catalog if catalog is not None else build_catalog(config)
+    creds = dict(credentials)
+
+    def make(name: str) -> ProviderSettings:
+        pc = config.providers.get(name) or ProviderConfig()
+        settings = settings_for(
+            name,
+            catalog=catalog,
+            env=env,
+            credentials=creds,
+            extra_headers=pc.extra_headers,
+            connect_timeout=None if pc.connect_timeout is UNSET else pc.connect_timeout,
+            read_timeout=None if pc.read_timeout is UNSET else pc.read_timeout,
+            api=pc.api,
+        )
+        if pc.dialect is not UNSET:
+            settings = replace(settings, dialect=frozenset(pc.dialect))
+        register_secret(settings.api_key)
+        return settings
+
+    return make

@@ -1,0 +1,114 @@
+"""credentials.json: API keys by provider name (or by environment variable name).
+
+    {"anthropic": "sk-ant-...", "openai": "sk-...", "GEMINI_API_KEY": "AIza..."}
+
+The providers' usual environment variables win over the file
+(``providers.settings.settings_for`` does the lookup). The file must be
+private to its owner: one readable or writable by group or others is refused
+with the ``chmod`` that fixes it. A malformed file is refused naming the file
+and the line, never echoing its content.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from .logs import redact
+
+__all__ = ["CredentialsError", "load_credentials", "secret_values"]
+
+
+class CredentialsError(ValueError):
+    """credentials.json cannot be used; the message names the file and the fix."""
+
+
+def load_credentials(path: Path) -> dict[str, str]:
+    """The keys in ``path``; a missing file is no keys. Empty values are dropped."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise CredentialsError(f"{path}: cannot read it: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CredentialsError(f"{path}: not a regular file")
+        mode = stat.S_IMODE(st.st_mode)
+        if mode & 0o066:
+            raise CredentialsError(
+                f"{path} is readable or writable by other users (mode {mode:04o}); "
+                f"it holds API keys: run chmod 600 {path}"
+            )
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read()
+    except OSError as e:
+        raise CredentialsError(f"{path}: cannot read it: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    return _parse(path, raw)
+
+
+def _parse(path: Path, raw: bytes) -> dict[str, str]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CredentialsError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        # e.msg describes the grammar ("Expecting ',' delimiter"), never the text
+        raise CredentialsError(
+            f"{path}: line {e.lineno} column {e.colno}: not valid JSON ({e.msg}); "
+            'write {"PROVIDER": "KEY", ...}'
+        ) from None
+    if not isinstance(data, dict):
+        raise CredentialsError(
+            f'{path}: expected a JSON object {{"PROVIDER": "KEY", ...}}, got {_kind(data)}'
+        )
+    out: dict[str, str] = {}
+    for name, value in data.items():
+        if not isinstance(value, str):
+            raise CredentialsError(
+                f"{path}: the value of {redact(name)!r} must be a string (the key), "
+                f"not {_kind(value)}"
+            )
+        value = value.strip()
+        if value:
+            out[name] = value
+    return out
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "a string"
+
+
+def secret_values(
+    credentials: Mapping[str, str],
+    env: Mapping[str, str] | None = None,
+    key_env: Iterable[str] = (),
+) -> list[str]:
+    """Every configured key: the credentials' values and the values of the
+    environment variables in ``key_env`` (all providers' key variables). The
+    daemon passes them to ``daemon.logs.register_secret``."""
+    env = os.environ if env is None else env
+    found = [v for v in credentials.values() if v]
+    found.extend(env[name] for name in key_env if env.get(name))
+    return list(dict.fromkeys(found))

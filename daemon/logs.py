@@ -1,0 +1,324 @@
+"""Logging for ikigaid: structlog over the standard library's logging.
+
+- The log folder gets JSON lines in ``ikigaid.log`` (mode 0600, rotated by
+  size: 10 MB x 5 by default).
+- In the foreground, stderr gets readable lines as well.
+- Every line passes ``redact``: API keys, Authorization / x-api-key /
+  x-goog-api-key headers, key-shaped strings and every secret registered with
+  ``register_secret`` become ``[REDACTED]``, in the event text, in keys, in
+  nested values and in tracebacks. Records of other libraries' standard
+  loggers (httpx...) go through the same chain.
+- ``structlog.contextvars`` are merged into every line, so
+  ``structlog.contextvars.bound_contextvars(agent=..., turn=...)`` around a
+  turn tags everything logged inside it, including httpx's lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import re
+import sys
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
+
+from .paths import LOG_FILE, ensure_private_dir
+
+__all__ = [
+    "LEVELS",
+    "REDACTED",
+    "close_logging",
+    "configure_logging",
+    "redact",
+    "register_secret",
+]
+
+REDACTED = "[REDACTED]"
+LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+MAX_BYTES = 10 * 1024 * 1024
+BACKUPS = 5
+MIN_SECRET = 8  # shorter registered values would blank ordinary words
+_MAX_DEPTH = 32
+
+# ------------------------------------------------------------------ redaction
+
+# A mapping key (or header name) whose string value is a secret whatever it looks like.
+_SENSITIVE_NAME = re.compile(
+    r"(?i)^(?:.*[_.\-])?(?:api[_\-]?key|apikey|key|authorization|auth|token|secret|"
+    r"password|passwd|pwd|cookie|set[_\-]cookie|credentials?)$"
+)
+
+# Strings shaped like keys, wherever they appear.
+_KEY_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9])(?:"
+    r"sk-ant-[A-Za-z0-9_\-]{8,}"  # Anthropic
+    r"|sk-[A-Za-z0-9_\-]{16,}"  # OpenAI (sk-proj-...), DeepSeek, OpenRouter (sk-or-...)
+    r"|AIza[0-9A-Za-z_\-]{20,}"  # Google
+    r"|xai-[A-Za-z0-9_\-]{16,}"  # xAI
+    r"|gsk_[A-Za-z0-9]{16,}"  # Groq
+    r"|hf_[A-Za-z0-9]{20,}"  # Hugging Face
+    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
+    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"  # JWT
+    r")"
+)
+# Authorization: Bearer <token> / Basic <token>
+_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=\-]{8,}")
+# api_key=..., "token": "...", x-api-key: ..., ?key=...: a long token after such a name
+_NAMED_TOKEN = re.compile(
+    r"(?i)(?P<name>[a-z0-9_.\-]*(?:key|token|secret|authorization))"
+    r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)"
+    r"(?P<value>[a-z0-9+/_.~=\-]{12,})"
+)
+# password=... of any length and shape (up to a separator)
+_NAMED_PASSWORD = re.compile(
+    r"(?i)(?P<name>[a-z0-9_.\-]*(?:password|passwd|pwd))"
+    r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)"
+    r"(?P<value>[^\s\"'&,;]+)"
+)
+# scheme://user:password@host
+_URL_PASSWORD = re.compile(
+    r"(?i)(?P<pre>\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)(?P<value>[^\s@/]+)(?=@)"
+)
+
+_secrets: set[str] = set()
+_secret_re: re.Pattern[str] | None = None
+_secret_lock = threading.Lock()
+
+
+def register_secret(value: str | None) -> None:
+    """Redact this exact value from every log line from now on.
+
+    The daemon registers every configured key, so a key of any shape stays
+    out of the logs. Values shorter than 8 characters are ignored (they would
+    blank ordinary words).
+    """
+    global _secret_re
+    if not value or not isinstance(value, str):
+        return
+    value = value.strip()
+    if len(value) < MIN_SECRET or value in _secrets:
+        return
+    with _secret_lock:
+        _secrets.add(value)
+        alternatives = sorted(_secrets, key=len, reverse=True)
+        _secret_re = re.compile("|".join(re.escape(s) for s in alternatives))
+
+
+def register_secrets(values: Iterable[str | None]) -> None:
+    for v in values:
+        register_secret(v)
+
+
+def _forget_secrets() -> None:
+    """Tests only: drop every registered secret."""
+    global _secret_re
+    with _secret_lock:
+        _secrets.clear()
+        _secret_re = None
+
+
+def _scrub(text: str) -> str:
+    pattern = _secret_re
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    text = _KEY_SHAPES.sub(REDACTED, text)
+    text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group('pre')}{REDACTED}", text)
+    text = _NAMED_PASSWORD.sub(_keep_name, text)
+    return _NAMED_TOKEN.sub(_keep_name, text)
+
+
+def _keep_name(m: re.Match[str]) -> str:
+    if m.group("value") == REDACTED or m.group("value").startswith("[REDACTED"):
+        return m.group(0)
+    return f"{m.group('name')}{m.group('sep')}{REDACTED}"
+
+
+def _is_sensitive(name: object) -> bool:
+    return isinstance(name, str) and _SENSITIVE_NAME.match(name) is not None
+
+
+def redact(obj: Any) -> Any:
+    """A copy of ``obj`` with secrets replaced by ``[REDACTED]``.
+
+    Strings are scrubbed of key-shaped text and registered secrets; mappings
+    have their keys scrubbed and the string values of sensitive names
+    (authorization, x-api-key, api_key, token, password...) replaced whole;
+    lists, tuples and sets are walked; any other object becomes its scrubbed
+    ``repr`` (what the JSON renderer would have written anyway). Numbers,
+    booleans and None pass through.
+    """
+    return _redact(obj, False, 0)
+
+
+def _redact(obj: Any, sensitive: bool, depth: int) -> Any:
+    if obj is None or isinstance(obj, bool | int | float):
+        return obj
+    if isinstance(obj, str):
+        return REDACTED if sensitive and obj else _scrub(obj)
+    if isinstance(obj, bytes | bytearray):
+        return _redact(bytes(obj).decode("utf-8", "replace"), sensitive, depth)
+    if depth >= _MAX_DEPTH:
+        return "[...]"
+    if isinstance(obj, Mapping):
+        out: dict[Any, Any] = {}
+        for k, v in obj.items():
+            key = _scrub(k) if isinstance(k, str) else k
+            out[key] = _redact(v, sensitive or _is_sensitive(k), depth + 1)
+        return out
+    if isinstance(obj, list | tuple | set | frozenset):
+        items = [_redact(v, sensitive, depth + 1) for v in obj]
+        return tuple(items) if isinstance(obj, tuple) else items
+    try:
+        text = repr(obj)
+    except Exception:  # a broken __repr__ must not lose the line
+        text = f"<unrepresentable {type(obj).__name__}>"
+    return _redact(text, sensitive, depth)
+
+
+def _redact_processor(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    return redact(event_dict)
+
+
+_FIRST = ("timestamp", "level", "logger", "event")
+
+
+def _order(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """timestamp, level, logger and event first in a JSON line, for people reading it."""
+    head = {k: event_dict[k] for k in _FIRST if k in event_dict}
+    return {**head, **{k: v for k, v in event_dict.items() if k not in head}}
+
+
+# ------------------------------------------------------------------ handlers
+
+
+class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """Opens the log file with mode 0600: prompts and replies end up in it."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return os.fdopen(fd, self.mode, encoding=self.encoding, errors=self.errors)
+
+
+_OURS = "_ikigai_handler"
+
+
+def _pre_chain() -> list[Processor]:
+    """Run on records of plain stdlib loggers before the shared tail."""
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.stdlib.ExtraAdder(),
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+
+
+def _formatter(*renderer: Processor) -> logging.Formatter:
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=_pre_chain(),
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.StackInfoRenderer(),
+            structlog.processors.format_exc_info,  # traceback text, redacted next
+            _redact_processor,
+            *renderer,
+        ],
+    )
+
+
+def _json() -> tuple[Processor, Processor]:
+    return _order, structlog.processors.JSONRenderer(ensure_ascii=False)
+
+
+def close_logging() -> None:
+    """Remove and close the handlers ``configure_logging`` installed."""
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if getattr(h, _OURS, False):
+            root.removeHandler(h)
+            h.close()
+    logging.captureWarnings(False)
+
+
+def configure_logging(
+    log_dir: Path | None,
+    *,
+    foreground: bool,
+    level: str = "info",
+    max_bytes: int = MAX_BYTES,
+    backups: int = BACKUPS,
+) -> None:
+    """Send structlog and stdlib logging to ``log_dir/ikigaid.log`` (JSON lines)
+    and, in the foreground, to stderr (readable lines).
+
+    ``log_dir`` None: no file; stderr then gets the lines even in the
+    background (JSON lines there, for the journal). The folder is created
+    with mode 0700. Calling it again replaces the previous setup.
+    """
+    levelno = LEVELS.get(level.lower())
+    if levelno is None:
+        raise ValueError(f"unknown log level {level!r} (levels: {', '.join(LEVELS)})")
+    close_logging()
+    handlers: list[logging.Handler] = []
+    if log_dir is not None:
+        ensure_private_dir(Path(log_dir))
+        fh = _PrivateRotatingFileHandler(
+            Path(log_dir) / LOG_FILE, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+        )
+        fh.setFormatter(_formatter(*_json()))
+        handlers.append(fh)
+    if foreground:
+        sh = logging.StreamHandler(sys.stderr)
+        colors = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        sh.setFormatter(
+            _formatter(
+                structlog.dev.ConsoleRenderer(
+                    colors=colors, exception_formatter=structlog.dev.plain_traceback
+                )
+            )
+        )
+        handlers.append(sh)
+    elif log_dir is None:
+        sh = logging.StreamHandler(sys.stderr)
+        sh.setFormatter(_formatter(*_json()))
+        handlers.append(sh)
+
+    root = logging.getLogger()
+    for h in handlers:
+        setattr(h, _OURS, True)
+        h.setLevel(levelno)
+        root.addHandler(h)
+    root.setLevel(levelno)
+    # httpx logs every request at INFO: only worth it when debugging.
+    logging.getLogger("httpx").setLevel(
+        logging.DEBUG if levelno <= logging.DEBUG else logging.WARNING
+    )
+    logging.captureWarnings(True)
+
+    structlog.configure(
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.stdlib.PositionalArgumentsFormatter(),
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )

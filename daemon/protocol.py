@@ -1,0 +1,113 @@
+"""The control protocol: JSON-RPC 2.0, one JSON object per line (UTF-8), over
+a Unix socket. This module is the contract between ``ikigaid`` and its clients;
+it imports only the standard library so ``ikictl`` starts fast. The daemon
+validates params with the msgspec types in ``daemon.params``.
+
+See docs/protocol.md for every method with an example session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+TYPE_CHECKING = False  # importing typing itself costs ikictl start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+
+VERSION = 1
+MAX_LINE = 1 << 20  # bytes; a longer line is refused and that connection closed
+
+# ------------------------------------------------------------------ methods
+
+DAEMON_STATUS = "daemon.status"
+DAEMON_SHUTDOWN = "daemon.shutdown"
+DAEMON_RELOAD = "daemon.reload"
+MODELS_LIST = "models.list"
+PROVIDERS_LIST = "providers.list"
+PROVIDERS_CHECK = "providers.check"
+AGENT_CREATE = "agent.create"
+AGENT_LIST = "agent.list"
+AGENT_SHOW = "agent.show"
+AGENT_PROMPT = "agent.prompt"
+AGENT_SUBSCRIBE = "agent.subscribe"
+AGENT_UNSUBSCRIBE = "agent.unsubscribe"
+AGENT_CANCEL = "agent.cancel"
+AGENT_KILL = "agent.kill"
+AGENT_FORK = "agent.fork"
+AGENT_SET_MODEL = "agent.set_model"
+AGENT_SET_SYSTEM = "agent.set_system"
+AGENT_HISTORY = "agent.history"
+AGENT_USAGE = "agent.usage"
+AGENT_CLEAR = "agent.clear"
+AGENT_MARK = "agent.mark"
+AGENT_REWIND = "agent.rewind"
+MAIL_SEND = "mail.send"
+MAIL_INBOX = "mail.inbox"
+
+# server -> client notification carrying one agent event
+EVENT = "agent.event"
+# server -> client notification: a subscription ended (agent killed, lagged)
+SUBSCRIPTION_END = "agent.subscription_end"
+
+# ------------------------------------------------------------------ errors
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+AGENT_NOT_FOUND = -32001  # no agent has that id, prefix or name
+AMBIGUOUS_AGENT = -32002  # a prefix or name matches several; data.candidates lists them
+REFUSED = -32003  # the agent is busy, dead, the model text is bad...
+LINE_TOO_LONG = -32004
+TURN_FAILED = -32005  # prompt with wait: the turn ended in error (data has the error)
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_json(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+
+# ------------------------------------------------------------------ framing
+
+
+def request_line(method: str, params: dict[str, Any] | None = None, id: int | str | None = None) -> bytes:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params:
+        msg["params"] = params
+    if id is not None:
+        msg["id"] = id
+    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+# ------------------------------------------------------------------ where the socket is
+
+
+def runtime_dir(env: dict[str, str] | None = None) -> str:
+    """$XDG_RUNTIME_DIR/ikigai, or /tmp/ikigai-$UID without one."""
+    env = os.environ if env is None else env  # type: ignore[assignment]
+    base = env.get("XDG_RUNTIME_DIR")
+    if base:
+        return os.path.join(base, "ikigai")
+    return f"/tmp/ikigai-{os.getuid()}"
+
+
+def socket_path(env: dict[str, str] | None = None) -> str:
+    """IKIGAI_SOCKET, else IKIGAI_HOME/run/ikigai.sock, else the runtime folder's ikigai.sock."""
+    env = os.environ if env is None else env  # type: ignore[assignment]
+    if env.get("IKIGAI_SOCKET"):
+        return env["IKIGAI_SOCKET"]
+    if env.get("IKIGAI_HOME"):
+        return os.path.join(env["IKIGAI_HOME"], "run", "ikigai.sock")
+    return os.path.join(runtime_dir(env), "ikigai.sock")

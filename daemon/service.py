@@ -1,0 +1,240 @@
+"""The daemon process: open the store, start the supervisor and the control
+socket, report readiness, and stop gracefully.
+
+    SIGTERM / SIGINT   graceful shutdown within the configured grace period:
+                       running turns are cancelled and marked interrupted,
+                       the store is closed, the socket removed
+    SIGHUP             read config and credentials again
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import socket
+import stat
+import time
+from pathlib import Path
+
+import structlog
+import trio
+
+from agents import AgentConfig, AsyncStore, ProviderPool, RetryPolicy, Supervisor
+from agents.tools import ToolRegistry, agent_tools, builtin_tools, discover_external_tools
+from store import Store, display_url
+
+from .api import Api, DaemonInfo
+from .config import Config, build_catalog, load_config, settings_factory
+from .control import ControlServer
+from .credentials import load_credentials
+from .logs import register_secret
+from .paths import Paths, ensure_private_dir
+
+log = structlog.get_logger("ikigai.daemon")
+
+
+class AlreadyRunning(RuntimeError):
+    """Another daemon answers on the socket."""
+
+
+class StartupError(RuntimeError):
+    """The daemon cannot start: the message says why and how to fix it."""
+
+
+def _socket_answers(path: Path) -> bool:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(1.0)
+    try:
+        s.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        s.close()
+    return True
+
+
+def bind_socket(path: Path) -> socket.socket:
+    """A listening Unix socket at ``path`` (folder 0700, socket 0600). A stale
+    socket is removed only if it is a socket and nobody answers on it."""
+    ensure_private_dir(path.parent)
+    if path.exists() or path.is_symlink():
+        if not stat.S_ISSOCK(path.lstat().st_mode):
+            raise StartupError(f"{path} exists and is not a socket: move it away or set IKIGAI_SOCKET")
+        if _socket_answers(path):
+            raise AlreadyRunning(f"another ikigaid is already running on {path}")
+        path.unlink()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(4096)  # bursts of clients (scripts in loops) must not be refused
+    return sock
+
+
+def activated_socket() -> socket.socket | None:
+    """The listening socket systemd passed (LISTEN_FDS), if any."""
+    if os.environ.get("LISTEN_PID") != str(os.getpid()):
+        return None
+    count = int(os.environ.get("LISTEN_FDS", "0") or 0)
+    if count < 1:
+        return None
+    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
+        os.environ.pop(name, None)
+    return socket.socket(fileno=3)
+
+
+def sd_notify(message: str) -> bool:
+    """Tell systemd (NOTIFY_SOCKET) about our state; False when nobody listens."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return False
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(address)
+            s.sendall(message.encode())
+        except OSError:
+            return False
+    return True
+
+
+def _load(paths: Paths, env: dict[str, str]) -> tuple[Config, dict[str, str]]:
+    config = load_config(paths.config_file)
+    credentials = load_credentials(paths.credentials_file)
+    for value in credentials.values():
+        register_secret(value)
+    for entry_env in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        if env.get(entry_env):
+            register_secret(env[entry_env])
+    return config, credentials
+
+
+def _folders(config: Config) -> list[Path]:
+    return [Path(f).expanduser() for f in config.tool_folders]
+
+
+async def _tools(config: Config) -> ToolRegistry:
+    specs = [*builtin_tools(), *agent_tools()]
+    folders = _folders(config)
+    external, warnings = await discover_external_tools(folders, reserved=[s.name for s in specs])
+    for w in warnings:
+        log.warning("external tool skipped", reason=w)
+    specs.extend(external)
+    enabled = set(config.tools.enabled) if config.tools.enabled is not None else None
+    disabled = set(config.tools.disabled)
+    reg = ToolRegistry()
+    for spec in specs:
+        if (enabled is None or spec.name in enabled) and spec.name not in disabled:
+            reg.register(spec)
+    return reg
+
+
+class Daemon:
+    def __init__(self, paths: Paths, env: dict[str, str] | None = None) -> None:
+        self.paths = paths
+        self.env = dict(os.environ if env is None else env)
+        self.started_at = time.time()
+        self._cancel: trio.CancelScope | None = None
+        self._stopping = trio.Event()
+        self.sup: Supervisor | None = None
+        self.pool: ProviderPool | None = None
+        self.server: ControlServer | None = None
+        self.config: Config | None = None
+
+    def request_shutdown(self) -> None:
+        self._stopping.set()
+
+    def reload(self) -> None:
+        try:
+            config, credentials = _load(self.paths, self.env)
+        except (ValueError, OSError) as e:
+            log.error("reload refused; keeping the running config", reason=str(e))
+            return
+        catalog = build_catalog(config)
+        assert self.pool is not None
+        self.pool.reset(settings_factory(config, credentials, self.env, catalog))
+        self.config = config
+        log.info("config reloaded", config=str(self.paths.config_file))
+
+    async def run(self, *, task_status: trio.TaskStatus[Daemon] = trio.TASK_STATUS_IGNORED) -> None:
+        config, credentials = _load(self.paths, self.env)
+        self.config = config
+        catalog = build_catalog(config)
+        settings = settings_factory(config, credentials, self.env, catalog)
+        url = self.env.get("IKIGAI_DB_URL") or config.database_url or self.paths.db_url
+        store = await trio.to_thread.run_sync(Store, url)
+        listener = activated_socket() or bind_socket(self.paths.socket)
+        try:
+            self.pool = ProviderPool(catalog=catalog, settings=settings)
+            tools = await _tools(config)
+            agent_config = AgentConfig(
+                max_tool_turns=config.max_tool_turns,
+                max_output_tokens=config.max_output_tokens,
+                retry=RetryPolicy(),
+                fallbacks=list(config.fallback_models),
+            )
+            self.sup = Supervisor(AsyncStore(store), self.pool, tools, agent_config)
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.sup.run)
+                info = DaemonInfo(
+                    socket=str(self.paths.socket),
+                    database=display_url(url),
+                    started_at=self.started_at,
+                    default_model=config.default_model,
+                    connections=lambda: len(self.server.connections) if self.server else 0,
+                    shutdown=self.request_shutdown,
+                    reload=self.reload,
+                    settings=lambda name: self.pool._settings(name),  # type: ignore[union-attr]
+                )
+                api = Api(self.sup, catalog, info)
+                self.server = ControlServer(api.handlers(), max_line=config.max_line_bytes)
+                trio_sock = trio.socket.from_stdlib_socket(listener)
+                await nursery.start(self.server.serve, trio_sock)
+                nursery.start_soon(self._signals)
+                sd_notify("READY=1")
+                log.info("ikigaid ready", socket=str(self.paths.socket), database=display_url(url), pid=os.getpid())
+                task_status.started(self)
+                await self._stopping.wait()
+                sd_notify("STOPPING=1")
+                log.info("shutting down", grace=config.shutdown_grace)
+                await self.sup.shutdown(config.shutdown_grace)
+                with trio.move_on_after(2):
+                    await self.server.drain()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                if self.pool is not None:
+                    await self.pool.aclose()
+                await trio.to_thread.run_sync(store.close)
+            listener.close()
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(self.paths.socket.lstat().st_mode):
+                    self.paths.socket.unlink()
+            log.info("ikigaid stopped")
+
+    async def _signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for signum in signals:
+                if signum == signal.SIGHUP:
+                    self.reload()
+                else:
+                    log.info("signal received", signal=signal.Signals(signum).name)
+                    self.request_shutdown()
+
+
+def socket_in_use(path: Path) -> bool:
+    try:
+        return stat.S_ISSOCK(path.lstat().st_mode) and _socket_answers(path)
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            return False
+        raise
+
+
+__all__ = ["AlreadyRunning", "Daemon", "StartupError", "bind_socket", "sd_notify", "socket_in_use"]

@@ -1,83 +1,374 @@
 """``ikictl``: control the ikigai daemon from the command line and from scripts.
 
-Start-up time matters (scripts run it in loops): only the standard library is
-imported at module level; anything heavier is imported inside the command that
-needs it.
+Start-up time matters (scripts run it in loops): only argparse, os and sys are
+imported here; each command's module (socket client, rendering, REPL, the
+catalog) is imported when that command runs, and only that command's
+sub-parser is built when the command is named on the command line.
+
+Exit codes: 0 ok, 1 the turn ended in error (or did not complete), 2 usage
+error or refused, 3 the daemon is unreachable, 4 no such agent (or an
+ambiguous one), 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from daemon._version import __version__
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+
+EPILOG = """\
+AGENT is a uuid, a unique prefix of one, or a name. PROMPT `-` reads stdin.
+Exit codes: 0 ok, 1 the turn ended in error, 2 usage error or refused,
+3 daemon unreachable, 4 agent not found or ambiguous, 130 interrupted.
+With no daemon answering, ikictl starts one (same IKIGAI_HOME) unless
+--no-autostart, IKIGAI_AUTOSTART=0 or config "autostart": false."""
+
+# name -> (help, "module:function"); the arguments are added by _add_<name> below
+COMMANDS: dict[str, tuple[str, str]] = {
+    "new": ("create an agent, optionally with a first prompt (streamed)", "commands:cmd_new"),
+    "send": ("prompt an agent and stream its answer", "commands:cmd_send"),
+    "watch": ("attach to an agent's live event stream", "commands:cmd_watch"),
+    "fork": ("fork an agent (a child that shares its history)", "commands:cmd_fork"),
+    "model": ("switch an agent's model and thinking level", "commands:cmd_model"),
+    "system": ("show or set an agent's system prompt", "commands:cmd_system"),
+    "cancel": ("cancel an agent's running turn", "commands:cmd_cancel"),
+    "kill": ("end an agent and all its descendants", "commands:cmd_kill"),
+    "ls": ("list agents as a tree: state, model, thinking, tokens, cost", "commands:cmd_ls"),
+    "show": ("one agent's details, usage and last turn", "commands:cmd_show"),
+    "history": ("an agent's messages, oldest first", "commands:cmd_history"),
+    "usage": ("tokens and cost of an agent (or everything)", "commands:cmd_usage"),
+    "clear": ("start a fresh context for an agent", "commands:cmd_clear"),
+    "mark": ("set a checkpoint in an agent's context", "commands:cmd_mark"),
+    "rewind": ("return an agent's context to a mark", "commands:cmd_rewind"),
+    "mail": ("send mail between agents, read an inbox", ""),
+    "models": ("list the models (from the daemon, or the local catalog)", "commands:cmd_models"),
+    "status": ("is the daemon running? version, uptime, agents", "commands:cmd_status"),
+    "daemon": ("start, stop the daemon or read its log", ""),
+    "chat": ("an interactive REPL on an agent, with slash commands", "repl:cmd_chat"),
+    "completion": ("print the bash or zsh completion script", "completion:cmd_completion"),
+}
+HIDDEN = {"_agents": "commands:cmd_agents_for_completion"}
 
 
-def _cmd_models(args: argparse.Namespace) -> int:
-    # the catalog needs msgspec: a rare command, so imported here, not at start-up
-    from providers.catalog import default_catalog
-    from providers.thinking import map_thinking
+def _globals(parser: argparse.ArgumentParser, default: object) -> None:
+    """Options every command takes, before or after the command name."""
+    g = parser.add_argument_group("global options")
+    g.add_argument("--json", action="store_true", default=default, help="print JSON (events as NDJSON while streaming)")
+    g.add_argument("--no-autostart", action="store_true", default=default, help="fail (exit 3) instead of starting a daemon")
+    g.add_argument("--socket", metavar="PATH", default=default, help="the control socket (default: IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)")
 
-    catalog = default_catalog()
-    if args.provider and args.provider not in catalog.providers:
-        print(
-            f"ikictl: unknown provider {args.provider!r} (providers: {', '.join(catalog.providers)})",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    models = catalog.models_of(args.provider)
-    if args.json:
-        import json
 
-        rows = [
-            {
-                "provider": m.provider,
-                "model": m.id,
-                "aliases": m.aliases,
-                "api": m.api or catalog.providers[m.provider].api,
-                "context_window": m.context_window,
-                "max_output_tokens": m.max_output_tokens,
-                "thinking": {lv: map_thinking(m.thinking, lv, model=m.id).description for lv in ("none", "low", "med", "high")},
-                "prices": None if m.prices is None else {"input": m.prices.input, "output": m.prices.output, "cached_input": m.prices.cached_input},
-            }
-            for m in models
-        ]
-        print(json.dumps(rows, indent=2))
-        return EXIT_OK
-    print(f"{'PROVIDER':<10} {'MODEL':<28} {'CONTEXT':>9} {'OUTPUT':>8}  THINKING (med)")
-    for m in models:
-        think = map_thinking(m.thinking, "med", model=m.id).description.removeprefix("Thinking: ")
-        print(f"{m.provider:<10} {m.id:<28} {m.context_window:>9,} {m.max_output_tokens:>8,}  {think}")
-    return EXIT_OK
+def _agent(p: argparse.ArgumentParser, help: str = "uuid, unique uuid prefix or name") -> None:
+    p.add_argument("agent", metavar="AGENT", help=help)
+
+
+def _prompt(p: argparse.ArgumentParser, required: bool) -> None:
+    p.add_argument("prompt", metavar="PROMPT", nargs=None if required else "?", help="the prompt (`-` reads stdin)")
+
+
+def _streaming(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
+    p.add_argument("--no-wait", action="store_true", help="start the turn and return at once (print its id)")
+
+
+def _add_new(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", "-m", metavar="M/T", help="MODEL[/THINKING], e.g. claude-sonnet-4-5/med (default: config)")
+    p.add_argument("--name", "-n", help="a name to call it by (unique among live agents)")
+    p.add_argument("--system", "-s", metavar="TEXT", help="the system prompt")
+    _prompt(p, False)
+    _streaming(p)
+
+
+def _add_send(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    _prompt(p, True)
+    _streaming(p)
+
+
+def _add_watch(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument("--from", dest="from_seq", type=int, metavar="SEQ", help="replay the kept events from SEQ first")
+    p.add_argument("--until-idle", action="store_true", help="leave when the agent has no turn running or queued")
+    p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
+
+
+def _add_fork(p: argparse.ArgumentParser) -> None:
+    _agent(p, "the parent: uuid, unique prefix or name")
+    p.add_argument("--model", "-m", metavar="M/T", help="the child's MODEL[/THINKING] (default: the parent's)")
+    p.add_argument("--at", type=int, metavar="MESSAGE", help="fork at this message id of the parent's history (default: its end)")
+    p.add_argument("--name", "-n", help="the child's name")
+    _prompt(p, False)
+    _streaming(p)
+
+
+def _add_model(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument("model", metavar="M/T", help="MODEL[/THINKING] or /THINKING, e.g. gpt-4o/none, provider/model/high")
+    p.add_argument("--queue", action="store_true", help="if a turn is running, switch after it instead of refusing")
+
+
+def _add_system(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument("text", metavar="TEXT", nargs="?", help="the new system prompt (`-` reads stdin, \"\" clears it); none: show it")
+
+
+def _add_cancel(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument("--at-boundary", action="store_true", help="stop after the current model call or tool, keeping its output")
+
+
+def _add_kill(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+
+
+def _add_ls(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all", "-a", action="store_true", help="include dead agents")
+
+
+def _add_show(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+
+
+def _add_history(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument("--limit", "-n", type=int, metavar="N", help="only the last N messages")
+    p.add_argument("--before", type=int, metavar="ID", help="page back: messages before this id")
+    p.add_argument("--full", action="store_true", help="whole contents and thinking, not one line each")
+
+
+def _add_usage(p: argparse.ArgumentParser) -> None:
+    p.add_argument("agent", metavar="AGENT", nargs="?", help="one agent (default: the whole database)")
+    p.add_argument("--tree", action="store_true", help="include the agent's descendants (and show them)")
+
+
+def _add_label(p: argparse.ArgumentParser, help: str) -> None:
+    _agent(p)
+    p.add_argument("label", metavar="LABEL", nargs="?", help=help)
+
+
+def _add_clear(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+
+
+def _add_mark(p: argparse.ArgumentParser) -> None:
+    _add_label(p, "a name for the mark")
+
+
+def _add_rewind(p: argparse.ArgumentParser) -> None:
+    _add_label(p, "the mark to return to (default: the last one)")
+
+
+def _add_mail(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="mail_command", metavar="ACTION", required=True)
+    send = sub.add_parser("send", parents=[glob], help="put a message in an agent's mailbox", description="Send TEXT from agent FROM to agent TO; TO takes it as its next prompt.")
+    send.add_argument("sender", metavar="FROM", help="the sending agent")
+    send.add_argument("to", metavar="TO", help="the receiving agent")
+    send.add_argument("text", metavar="TEXT", help="the message (`-` reads stdin)")
+    send.set_defaults(func="commands:cmd_mail_send")
+    inbox = sub.add_parser("inbox", parents=[glob], help="an agent's mail", description="List the mail an agent received.")
+    _agent(inbox)
+    inbox.add_argument("--unread", action="store_true", help="only mail not yet taken")
+    inbox.set_defaults(func="commands:cmd_mail_inbox")
+
+
+def _add_models(p: argparse.ArgumentParser) -> None:
+    p.add_argument("provider", metavar="PROVIDER", nargs="?", help="only this provider's models (e.g. anthropic)")
+    p.add_argument("--offline", action="store_true", help="read the local catalog, do not ask the daemon")
+
+
+def _add_status(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _add_daemon(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="daemon_command", metavar="ACTION", required=True)
+    start = sub.add_parser("start", parents=[glob], help="start ikigaid in the background", description="Start ikigaid in the background (same environment and IKIGAI_HOME) and wait for its socket.")
+    start.add_argument("--wait", type=float, default=10.0, metavar="S", help="seconds to wait for the socket (default 10)")
+    start.set_defaults(func="daemonctl:cmd_start")
+    stop = sub.add_parser("stop", parents=[glob], help="stop ikigaid gracefully", description="Ask ikigaid to shut down and wait until its process has ended.")
+    stop.add_argument("--wait", type=float, default=15.0, metavar="S", help="seconds to wait for it to end (default 15)")
+    stop.set_defaults(func="daemonctl:cmd_stop")
+    logs = sub.add_parser("logs", parents=[glob], help="print the daemon's log", description="Print the end of the daemon's log file (--json: the raw JSON lines).")
+    logs.add_argument("--lines", "-n", type=int, default=50, metavar="N", help="how many lines from the end (0: all; default 50)")
+    logs.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
+    logs.set_defaults(func="daemonctl:cmd_logs")
+
+
+def _add_chat(p: argparse.ArgumentParser) -> None:
+    p.add_argument("agent", metavar="AGENT", nargs="?", help="the agent to talk to (default: a new one)")
+    p.add_argument("--model", "-m", metavar="M/T", help="model of the new agent (without AGENT)")
+    p.add_argument("--name", "-n", help="name of the new agent (without AGENT)")
+    p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
+
+
+def _add_completion(p: argparse.ArgumentParser) -> None:
+    p.add_argument("shell", choices=["bash", "zsh"], help="the shell")
+
+
+def _glob_parent() -> argparse.ArgumentParser:
+    glob = argparse.ArgumentParser(add_help=False)
+    _globals(glob, argparse.SUPPRESS)
+    return glob
+
+
+def _fill(cmd: argparse.ArgumentParser, name: str, glob: argparse.ArgumentParser) -> None:
+    add = globals()[f"_add_{name}"]
+    if name in ("mail", "daemon"):
+        add(cmd, glob)
+    else:
+        add(cmd)
+        cmd.set_defaults(func=COMMANDS[name][1])
+
+
+def _describe(help: str) -> str:
+    return help[0].upper() + help[1:] + "."
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole parser (for --help and completion)."""
     parser = argparse.ArgumentParser(
         prog="ikictl",
         description="Control the ikigai daemon: create, prompt, fork and inspect LLM agents.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ikictl {__version__}")
+    _globals(parser, None)
+    glob = _glob_parent()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    models = sub.add_parser(
-        "models",
-        help="list the models the catalog knows, with limits and thinking",
-        description="List the catalog's models: provider, context window, output limit and what 'med' thinking means for each.",
-    )
-    models.add_argument("provider", nargs="?", help="only this provider's models (e.g. anthropic)")
-    models.add_argument("--json", action="store_true", help="print JSON")
-    models.set_defaults(func=_cmd_models)
+    for name, (help, _) in COMMANDS.items():
+        cmd = sub.add_parser(name, parents=[glob], help=help, description=_describe(help), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        _fill(cmd, name, glob)
     return parser
 
 
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """One command's parser on its own (what a run builds: start-up time)."""
+    glob = _glob_parent()
+    if name in HIDDEN:
+        cmd = argparse.ArgumentParser(prog=f"ikictl {name}", parents=[glob])
+        cmd.set_defaults(func=HIDDEN[name])
+        return cmd
+    help = COMMANDS[name][0]
+    cmd = argparse.ArgumentParser(prog=f"ikictl {name}", parents=[glob], description=_describe(help), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _fill(cmd, name, glob)
+    return cmd
+
+
+def _command_index(argv: list[str]) -> int | None:
+    """Where the command word is in argv (after global options), if there is one."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--socket":
+            i += 2
+            continue
+        if a.startswith("-"):
+            if a in ("-h", "--help", "--version"):
+                return None
+            i += 1
+            continue
+        return i if a in COMMANDS or a in HIDDEN else None
+    return None
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    idx = _command_index(argv)
+    if idx is None:
+        return build_parser().parse_args(argv)
+    top = argparse.ArgumentParser(prog="ikictl", add_help=False)
+    _globals(top, None)
+    gargs = top.parse_args(argv[:idx])
+    name = argv[idx]
+    cmd = command_parser(name)
+    rest = argv[idx + 1 :]
+    # intermixed: `ikictl fork A --model M "prompt"` puts a positional after options
+    args = cmd.parse_args(rest) if name in ("mail", "daemon") else cmd.parse_intermixed_args(rest)
+    args.command = name
+    for opt in ("json", "no_autostart", "socket"):
+        if getattr(args, opt, None) is None:
+            setattr(args, opt, getattr(gargs, opt))
+    return args
+
+
+def _run(func: str, args: argparse.Namespace) -> int:
+    import importlib
+
+    module, name = func.split(":")
+    return getattr(importlib.import_module(f"ikictl.{module}"), name)(args)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--version"]:  # the fast path scripts use to check the install
+        sys.stdout.write(f"ikictl {__version__}\n")
+        return EXIT_OK
+    args = parse(argv)
+    args.json = bool(args.json)
+    args.no_autostart = bool(args.no_autostart)
     if not getattr(args, "func", None):
-        parser.print_help()
+        build_parser().print_help()
         return EXIT_USAGE
-    return args.func(args)
+    try:
+        return _run(args.func, args)
+    except KeyboardInterrupt:
+        print("ikictl: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # the reader went away (| head): leave quietly
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return EXIT_OK
+    except Exception as e:
+        return _fail(e, args)
+
+
+def _fail(e: Exception, args: argparse.Namespace) -> int:
+    """Map an error to a message on stderr and an exit code."""
+    name = type(e).__name__
+    if name == "DaemonUnreachable":
+        return _say(args, EXIT_UNREACHABLE, str(e))
+    if name == "UsageError":
+        return _say(args, EXIT_USAGE, str(e))
+    if name != "RpcError":
+        raise e
+    from daemon import protocol as p
+
+    code, message, data = e.code, e.message, e.data  # type: ignore[attr-defined]
+    if code == p.AMBIGUOUS_AGENT:
+        lines = [message]
+        for c in (data or {}).get("candidates", []) if isinstance(data, dict) else []:
+            lines.append(f"  {c.get('uuid')}  {c.get('name') or '-'}  {c.get('status') or ''}".rstrip())
+        return _say(args, EXIT_NOT_FOUND, "\n".join(lines), code, data)
+    if code == p.AGENT_NOT_FOUND:
+        return _say(args, EXIT_NOT_FOUND, message, code, data)
+    if code in (p.REFUSED, p.INVALID_PARAMS):
+        return _say(args, EXIT_USAGE, message, code, data)
+    if code == p.TURN_FAILED:
+        return _say(args, EXIT_ERROR, f"the turn ended in error: {message}", code, data)
+    return _say(args, EXIT_ERROR, f"{message} (error {code})", code, data)
+
+
+def _say(args: argparse.Namespace, exit_code: int, message: str, code: int | None = None, data: object = None) -> int:
+    if getattr(args, "json", False):
+        import json
+
+        err: dict = {"message": message, "exit": exit_code}
+        if code is not None:
+            err["code"] = code
+        if data is not None:
+            err["data"] = data
+        print(json.dumps({"error": err}, ensure_ascii=False), file=sys.stderr)
+    else:
+        print(f"ikictl: {message}", file=sys.stderr)
+    return exit_code
 
 
 if __name__ == "__main__":

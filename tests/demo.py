@@ -1,37 +1,173 @@
-"""The README's offline demo: resolve models and thinking levels from the catalog.
+"""The README's main job, offline: ``./scripts/demo``.
 
-Later issues grow this into the full walk through the daemon and ikictl.
+In a temporary IKIGAI_HOME it starts the fake provider server (the offline
+stand-in for Anthropic, OpenAI and Gemini), points the daemon at it, and runs
+real ``ikictl`` commands — each printed before its output, so you see what to
+type: the daemon on the embedded SQLite default, an agent, a streamed answer
+with thinking, a tool call, a fork to another provider, a model switch, a
+cancel, and the history and usage views. Everything it started is stopped and
+the folder removed at the end, even on failure or Ctrl+C.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 
-from providers.modelspec import ModelSpecError, resolve_model
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+IKICTL = [str(BIN / "ikictl")] if (BIN / "ikictl").exists() else [sys.executable, "-m", "ikictl"]
+_SCRUB = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "IKIGAI_", "XAI_", "DEEPSEEK_", "OPENROUTER_", "GROQ_")
+
+
+class DemoFailed(Exception):
+    pass
+
+
+class Demo:
+    def __init__(self) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="ikigai-demo-"))
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB)}
+        self.env["IKIGAI_HOME"] = str(self.home)
+        self.env["PYTHONPATH"] = str(ROOT)
+        self.fake: subprocess.Popen | None = None
+        self.step_no = 0
+
+    # ------------------------------------------------------------ output
+
+    def step(self, title: str) -> None:
+        self.step_no += 1
+        print(f"\n== {self.step_no}. {title}", flush=True)
+
+    def say(self, text: str) -> None:
+        print(text, flush=True)
+
+    def ikictl(self, *args: str, expect: int = 0) -> None:
+        print(f"$ ikictl {shlex.join(args)}", flush=True)
+        code = subprocess.run([*IKICTL, *args], env=self.env, stdin=subprocess.DEVNULL).returncode
+        if code != expect:
+            raise DemoFailed(f"`ikictl {shlex.join(args)}` exited {code}, expected {expect}")
+
+    # ------------------------------------------------------------ set-up, clean-up
+
+    def start_fake(self) -> str:
+        url_file = self.home / "fake-provider.url"
+        self.fake = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes", "--port", "0", "--url-file", str(url_file)],
+            cwd=ROOT,
+            env=self.env,
+        )
+        deadline = time.monotonic() + 15
+        while not url_file.exists():
+            if self.fake.poll() is not None or time.monotonic() > deadline:
+                raise DemoFailed("the fake provider server did not start")
+            time.sleep(0.05)
+        return url_file.read_text().strip()
+
+    def configure(self, url: str) -> None:
+        config = {
+            "default_model": "claude-sonnet-4-5/med",
+            "providers": {
+                "anthropic": {"base_url": url},
+                "openai": {"base_url": url + "/v1"},
+                "google": {"base_url": url + "/v1beta"},
+            },
+        }
+        (self.home / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        creds = self.home / "credentials.json"
+        creds.write_text(json.dumps({p: "offline-demo-key" for p in ("anthropic", "openai", "google")}) + "\n")
+        creds.chmod(0o600)
+
+    def cleanup(self) -> None:
+        sock = self.home / "run" / "ikigai.sock"
+        if sock.exists():
+            r = subprocess.run(
+                [*IKICTL, "--no-autostart", "status", "--json"], env=self.env, capture_output=True, text=True
+            )
+            pid = json.loads(r.stdout)["pid"] if r.returncode == 0 else None
+            subprocess.run([*IKICTL, "daemon", "stop"], env=self.env, capture_output=True)
+            if pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)  # only if it is still there
+        if self.fake is not None and self.fake.poll() is None:
+            self.fake.terminate()
+            try:
+                self.fake.wait(10)
+            except subprocess.TimeoutExpired:
+                self.fake.kill()
+                self.fake.wait()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    # ------------------------------------------------------------ the walk-through
+
+    def run(self) -> None:
+        self.say("ikigai demo, offline: the daemon, ikictl and a fake provider, all on this machine")
+        self.say(f"IKIGAI_HOME={self.home}  (a temporary folder, removed at the end)")
+
+        self.step("Start the fake provider server: the OFFLINE STAND-IN for a real provider")
+        url = self.start_fake()
+        self.configure(url)
+        self.say(f"config.json points anthropic, openai and google at {url};")
+        self.say('credentials.json (mode 0600) holds the dummy key "offline-demo-key".')
+
+        self.step("Start the daemon (SQLite under IKIGAI_HOME; any ikictl command would autostart it)")
+        self.ikictl("daemon", "start")
+
+        self.step("Create an agent; its first answer streams, thinking included")
+        self.ikictl("new", "--name", "demo", "--model", "claude-sonnet-4-5/med", "What is ikigai, in two sentences?")
+
+        self.step("A tool call: the model runs bash, the result goes back to it")
+        self.ikictl("send", "demo", "Please run a tool to say hello")
+
+        self.step("Fork to another provider: the child shares the history, answers with Gemini")
+        self.ikictl("fork", "demo", "--name", "gem", "--model", "gemini-2.5-flash/low", "Summarise our conversation")
+
+        self.step("Switch the parent's model (and thinking level)")
+        self.ikictl("model", "demo", "gpt-4o/none")
+        self.ikictl("send", "demo", "hi")
+
+        self.step("Cancel a long answer: start a turn, then cancel it from another command")
+        self.ikictl("send", "demo", "--no-wait", "Tell me a long story")
+        time.sleep(1.0)
+        self.ikictl("cancel", "demo")
+
+        self.step("The agent tree, the history and the usage")
+        self.ikictl("ls")
+        self.ikictl("history", "demo", "--limit", "8")
+        self.ikictl("usage", "demo", "--tree")
+
+        self.step("Stop the daemon")
+        self.ikictl("daemon", "stop")
+
+        self.say(
+            "\nDone. With real providers, skip the fake server and its config:\n"
+            "  export ANTHROPIC_API_KEY=...   (or OPENAI_API_KEY, GEMINI_API_KEY)\n"
+            '  ikictl new --name main "Hello"\n'
+            "A local llama.cpp or Ollama server: see docs/ikictl.md (providers.<name>.base_url)."
+        )
 
 
 def main() -> int:
-    print("ikigai demo (offline)\n")
-    print("Model syntax MODEL/THINKING, resolved through the catalog:")
-    for text in (
-        "claude-sonnet-4-5/med",
-        "gemini-2.5-pro/none",
-        "gemini-2.5-flash/high",
-        "o3-mini/high",
-        "gpt-4o/high",
-        "gemini-3-pro-preview/med",
-        "openrouter/anthropic/claude-sonnet-4.5/low",
-    ):
-        r = resolve_model(text)
-        print(f"  {text:<44} -> {r.description}")
-        for w in r.warnings:
-            print(f"  {'':<44}    note: {w}")
-    print("\nBad input is refused with the reason:")
-    for text in ("gpt-4o/ultra", "a/b/c/d", "mystery-model"):
-        try:
-            resolve_model(text)
-        except ModelSpecError as e:
-            print(f"  {text:<16} -> {e}")
+    demo = Demo()
+    try:
+        demo.run()
+    except DemoFailed as e:
+        print(f"\ndemo failed: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("\ndemo interrupted", file=sys.stderr)
+        return 130
+    finally:
+        demo.cleanup()
     return 0
 
 

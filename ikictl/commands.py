@@ -1,0 +1,341 @@
+"""The commands that talk to the daemon (one function per command).
+
+Each takes the parsed ``argparse.Namespace`` and returns the exit code; errors
+from the daemon propagate as ``RpcError`` / ``DaemonUnreachable`` and are
+mapped to exit codes by ``ikictl.cli.main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from daemon import protocol as p
+from ikictl import render
+from ikictl.client import Client, connect
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad command-line input found after parsing (exit code 2)."""
+
+
+def client(args: argparse.Namespace, *, autostart: bool = True) -> Client:
+    return connect(args.socket, autostart=autostart and not args.no_autostart)
+
+
+def prompt_text(value: str | None) -> str | None:
+    """PROMPT as given; ``-`` reads it from stdin."""
+    if value != "-":
+        return value
+    text = sys.stdin.read()
+    text = text.removesuffix("\n")
+    if not text.strip():
+        raise UsageError("the prompt read from stdin is empty")
+    return text
+
+
+def printer(args: argparse.Namespace) -> object:
+    from ikictl.stream import EventPrinter
+
+    return EventPrinter(
+        color=render.use_color(),
+        thinking=not getattr(args, "no_thinking", False),
+        json_mode=args.json,
+    )
+
+
+def _out(args: argparse.Namespace, value: object) -> bool:
+    """With --json print ``value`` and say so."""
+    if args.json:
+        render.dump_json(value)
+        return True
+    return False
+
+
+def _model_lines(model: dict) -> None:
+    for w in model.get("warnings") or []:
+        print(f"note: {w}")
+
+
+def _stream(args: argparse.Namespace, c: Client, agent: str, text: str) -> int:
+    from ikictl.stream import run_turn
+
+    if args.no_wait:
+        res = c.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
+        if not _out(args, res):
+            _print_started(res)  # type: ignore[arg-type]
+        return EXIT_OK
+    return run_turn(c, agent, text, printer(args))  # type: ignore[arg-type]
+
+
+def _print_started(res: dict) -> None:
+    pos = res.get("position", 0)
+    if pos:
+        print(f"turn {res['turn']} queued: {pos} turn(s) ahead")
+    else:
+        print(f"turn {res['turn']} started")
+
+
+# ---------------------------------------------------------------- agents
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    text = prompt_text(args.prompt)
+    c = client(args)
+    res = c.call(p.AGENT_CREATE, {"model": args.model, "name": args.name, "system": args.system})
+    assert isinstance(res, dict)
+    info, model = res["agent"], res["model"]
+    if args.json:
+        if text is None or args.no_wait:
+            render.dump_json(res) if text is None else render.ndjson(res)
+        else:
+            render.ndjson(res)
+    else:
+        print(f"created {render.label(info)} · {model.get('description')}")
+        _model_lines(model)
+        sys.stdout.flush()
+    if text is None:
+        return EXIT_OK
+    return _stream(args, c, info["uuid"], text)
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    text = prompt_text(args.prompt)
+    assert text is not None
+    return _stream(args, client(args), args.agent, text)
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    text = prompt_text(args.prompt)
+    c = client(args)
+    params = {"agent": args.agent, "model": args.model, "at": args.at, "name": args.name}
+    res = c.call(p.AGENT_FORK, params)
+    assert isinstance(res, dict)
+    info, model = res["agent"], res["model"]
+    if args.json:
+        render.dump_json(res) if text is None else render.ndjson(res)
+    else:
+        print(f"forked {args.agent} -> {render.label(info)} · {model.get('description')}")
+        _model_lines(model)
+        sys.stdout.flush()
+    if text is None:
+        return EXIT_OK
+    return _stream(args, c, info["uuid"], text)
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    from ikictl.stream import EventPrinter, watch
+
+    pr = EventPrinter(
+        color=render.use_color(), thinking=not args.no_thinking, json_mode=args.json, headers=True
+    )
+    return watch(client(args), args.agent, pr, from_seq=args.from_seq, until_idle=args.until_idle)
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    res = client(args).call(p.AGENT_SET_MODEL, {"agent": args.agent, "model": args.model, "queue": args.queue or None})
+    assert isinstance(res, dict)
+    if not _out(args, res):
+        print(f"{args.agent}: {res.get('description')}")
+        _model_lines(res)
+    return EXIT_OK
+
+
+def cmd_system(args: argparse.Namespace) -> int:
+    c = client(args)
+    if args.text is None:
+        info = c.call(p.AGENT_SHOW, {"agent": args.agent})
+        assert isinstance(info, dict)
+        if not _out(args, {"system": info.get("system_prompt") or ""}):
+            print(info.get("system_prompt") or "(no system prompt)")
+        return EXIT_OK
+    text = prompt_text(args.text)
+    res = c.call(p.AGENT_SET_SYSTEM, {"agent": args.agent, "text": text})
+    if not _out(args, res):
+        print(f"{args.agent}: system prompt {'set' if text else 'cleared'}")
+    return EXIT_OK
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    res = client(args).call(p.AGENT_CANCEL, {"agent": args.agent, "at_boundary": args.at_boundary or None})
+    assert isinstance(res, dict)
+    if not _out(args, res):
+        if res.get("cancelled"):
+            when = " at the next boundary" if args.at_boundary else ""
+            print(f"{args.agent}: cancelled the running turn{when}")
+        else:
+            print(f"{args.agent}: no turn was running")
+    return EXIT_OK
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    res = client(args).call(p.AGENT_KILL, {"agent": args.agent})
+    assert isinstance(res, dict)
+    if not _out(args, res):
+        killed = res.get("killed") or []
+        more = len(killed) - 1
+        tail = f" and {more} descendant{'s' if more != 1 else ''}" if more > 0 else ""
+        print(f"killed {args.agent}{tail}: {', '.join(killed)}")
+    return EXIT_OK
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    agents = client(args).call(p.AGENT_LIST, {"include_dead": args.all or None})
+    if not _out(args, agents):
+        render.agent_tree(agents, sys.stdout)  # type: ignore[arg-type]
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    info = client(args).call(p.AGENT_SHOW, {"agent": args.agent})
+    if not _out(args, info):
+        render.show_agent(info, sys.stdout)  # type: ignore[arg-type]
+    return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    res = client(args).call(p.AGENT_HISTORY, {"agent": args.agent, "limit": args.limit, "before": args.before})
+    assert isinstance(res, dict)
+    if not _out(args, res):
+        msgs = res.get("messages") or []
+        render.history(msgs, sys.stdout, full=args.full, style=render.Style(render.use_color()))
+        if res.get("more") and msgs:
+            print(f"(older messages: ikictl history {args.agent} --before {msgs[0]['id']})")
+    return EXIT_OK
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    c = client(args)
+    params = {"agent": args.agent, "descendants": bool(args.tree) or None}
+    rep = c.call(p.AGENT_USAGE, params)
+    agents = None
+    if args.tree and args.agent:
+        agents = c.call(p.AGENT_LIST, {"include_dead": True})
+    if args.json:
+        render.dump_json(rep)
+        return EXIT_OK
+    assert isinstance(rep, dict)
+    names: dict[str, str] = {}
+    if agents is not None:
+        by = {a["uuid"]: a for a in agents}  # type: ignore[union-attr]
+        root = rep.get("agent_uuid") or rep.get("agent")
+        keep = [a for a in agents if _under(a, root, by)]  # type: ignore[union-attr]
+        names = {a["uuid"]: render.label(a) for a in keep}
+        render.agent_tree(keep, sys.stdout)
+        print()
+    who = rep.get("agent_uuid") or rep.get("agent")
+    if who and who not in names:
+        names[who] = who if args.agent == who else f"{args.agent} ({who})"
+    render.usage_report(rep, sys.stdout, names=names)
+    return EXIT_OK
+
+
+def _under(a: dict, root: str | None, by: dict[str, dict]) -> bool:
+    seen = 0
+    while a is not None and seen < 10_000:
+        if a["uuid"] == root:
+            return True
+        a = by.get(a.get("parent"))  # type: ignore[assignment, arg-type]
+        seen += 1
+    return False
+
+
+def _history_op(args: argparse.Namespace, method: str) -> int:
+    params = {"agent": args.agent}
+    if method != p.AGENT_CLEAR:
+        params["label"] = args.label
+    res = client(args).call(method, params)
+    assert isinstance(res, dict)
+    if not _out(args, res):
+        mid = res.get("message_id")
+        lab = f" {args.label!r}" if getattr(args, "label", None) else ""
+        text = {
+            p.AGENT_CLEAR: f"{args.agent}: context cleared (message #{mid})",
+            p.AGENT_MARK: f"{args.agent}: mark{lab} set (message #{mid})",
+            p.AGENT_REWIND: f"{args.agent}: rewound to mark{lab or ' (the last one)'} (message #{mid})",
+        }[method]
+        print(text)
+    return EXIT_OK
+
+
+def cmd_clear(args: argparse.Namespace) -> int:
+    return _history_op(args, p.AGENT_CLEAR)
+
+
+def cmd_mark(args: argparse.Namespace) -> int:
+    return _history_op(args, p.AGENT_MARK)
+
+
+def cmd_rewind(args: argparse.Namespace) -> int:
+    return _history_op(args, p.AGENT_REWIND)
+
+
+def cmd_mail_send(args: argparse.Namespace) -> int:
+    text = prompt_text(args.text)
+    res = client(args).call(p.MAIL_SEND, {"to": args.to, "text": text, "from": args.sender})
+    assert isinstance(res, dict)
+    if not _out(args, res):
+        print(f"mail #{res.get('id')} sent from {args.sender} to {args.to}")
+    return EXIT_OK
+
+
+def cmd_mail_inbox(args: argparse.Namespace) -> int:
+    res = client(args).call(p.MAIL_INBOX, {"agent": args.agent, "unread": args.unread or None})
+    if not _out(args, res):
+        if not res:
+            print("no mail")
+        for m in res or []:  # type: ignore[union-attr]
+            read = "" if m.get("read_at") else " (unread)"
+            print(f"#{m['id']} from {m.get('from') or '-'}{read}: {render.one_line(m.get('body'), 100)}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- daemon-wide
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    st = client(args, autostart=False).call(p.DAEMON_STATUS)
+    if not _out(args, st):
+        render.status(st, sys.stdout)  # type: ignore[arg-type]
+    return EXIT_OK
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from ikictl.client import DaemonUnreachable
+
+    rows = None
+    if not args.offline:
+        try:
+            with client(args, autostart=False) as c:
+                rows = c.call(p.MODELS_LIST, {"provider": args.provider})
+        except DaemonUnreachable:
+            rows = None
+        except p.RpcError as e:
+            if e.code != p.METHOD_NOT_FOUND:
+                raise
+    if rows is None:
+        from ikictl.offline import catalog_models
+
+        rows = catalog_models(args.provider)
+    if not _out(args, rows):
+        render.models(rows, sys.stdout)  # type: ignore[arg-type]
+    return EXIT_OK
+
+
+def cmd_agents_for_completion(args: argparse.Namespace) -> int:
+    """Names and short ids of live agents, one a line (for shell completion)."""
+    from ikictl.client import Client, default_socket
+
+    try:
+        with Client.open(default_socket(args.socket), timeout=0.5) as c:
+            agents = c.call(p.AGENT_LIST)
+    except Exception:
+        return EXIT_OK
+    ids = render.short_ids([a["uuid"] for a in agents])  # type: ignore[union-attr]
+    for a in agents:  # type: ignore[union-attr]
+        if a.get("name"):
+            print(a["name"])
+        print(ids[a["uuid"]])
+    return EXIT_OK

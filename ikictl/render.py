@@ -1,0 +1,331 @@
+"""Human output: tables, trees and the streamed turn. Standard library only.
+
+Plain text when stdout is not a terminal (or NO_COLOR is set); dim and color
+on a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+DIM, BOLD, RED, GREEN, YELLOW, CYAN, RESET = (
+    "\x1b[2m",
+    "\x1b[1m",
+    "\x1b[31m",
+    "\x1b[32m",
+    "\x1b[33m",
+    "\x1b[36m",
+    "\x1b[0m",
+)
+
+
+def use_color(stream: TextIO | None = None) -> bool:
+    stream = stream or sys.stdout
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class Style:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def __call__(self, code: str, text: str) -> str:
+        return f"{code}{text}{RESET}" if self.color and text else text
+
+
+def dump_json(value: Any, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def ndjson(value: Any, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    out.write(json.dumps(value, separators=(",", ":"), ensure_ascii=False) + "\n")
+    out.flush()
+
+
+# ---------------------------------------------------------------- small formats
+
+
+def num(n: Any) -> str:
+    return f"{int(n or 0):,}"
+
+
+def money(x: Any) -> str:
+    if x is None:
+        return "-"
+    x = float(x)
+    if x == 0:
+        return "$0"
+    if x < 0.01:
+        return f"${x:.4f}"
+    return f"${x:.2f}"
+
+
+def one_line(text: Any, width: int = 80) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def short_ids(uuids: list[str], minimum: int = 8) -> dict[str, str]:
+    """The shortest prefix of each uuid that is unique in this list (at least ``minimum``)."""
+    ordered = sorted(set(uuids))
+    out: dict[str, str] = {}
+    for i, u in enumerate(ordered):
+        need = minimum
+        for other in (ordered[i - 1] if i else None, ordered[i + 1] if i + 1 < len(ordered) else None):
+            if other is None:
+                continue
+            common = 0
+            for a, b in zip(u, other, strict=False):
+                if a != b:
+                    break
+                common += 1
+            need = max(need, common + 1)
+        out[u] = u[: min(need, len(u))]
+    return out
+
+
+def label(info: dict) -> str:
+    """``name (uuid)`` of an AgentInfo."""
+    name = info.get("name")
+    return f"{name} ({info['uuid']})" if name else info["uuid"]
+
+
+def model_of(info: dict) -> str:
+    return f"{info.get('provider')}/{info.get('model')}"
+
+
+def state_of(info: dict) -> str:
+    if info.get("status") == "dead":
+        return "dead"
+    return info.get("state") or info.get("status") or "?"
+
+
+def table(rows: list[list[str]], out: TextIO, right: set[int] | None = None) -> None:
+    right = right or set()
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        cells = [
+            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)
+        ]
+        out.write("  ".join(cells).rstrip() + "\n")
+
+
+# ---------------------------------------------------------------- ls: the tree
+
+
+def agent_tree(agents: list[dict], out: TextIO, *, mark: str | None = None) -> None:
+    if not agents:
+        out.write("no agents (create one with `ikictl new`)\n")
+        return
+    ids = short_ids([a["uuid"] for a in agents])
+    by_uuid = {a["uuid"]: a for a in agents}
+    children: dict[str | None, list[dict]] = {}
+    for a in agents:
+        parent = a.get("parent")
+        children.setdefault(parent if parent in by_uuid else None, []).append(a)
+    rows = [["ID", "NAME", "STATE", "MODEL", "THINKING", "TOKENS IN/OUT", "COST"]]
+
+    def walk(a: dict, prefix: str, last: bool, top: bool) -> None:
+        branch = "" if top else prefix + ("└─ " if last else "├─ ")
+        usage = a.get("usage") or {}
+        current = ("* " if a["uuid"] == mark else "  ") if mark else ""
+        rows.append(
+            [
+                current + branch + ids[a["uuid"]],
+                a.get("name") or "-",
+                state_of(a),
+                model_of(a),
+                a.get("thinking_level") or "-",
+                f"{num(usage.get('input_tokens'))}/{num(usage.get('output_tokens'))}",
+                money(usage.get("cost_usd")),
+            ]
+        )
+        kids = children.get(a["uuid"], [])
+        below = "" if top else prefix + ("   " if last else "│  ")
+        for i, k in enumerate(kids):
+            walk(k, below, i == len(kids) - 1, False)
+
+    for a in children.get(None, []):
+        walk(a, "", True, True)
+    table(rows, out, right={5, 6})
+
+
+# ---------------------------------------------------------------- show
+
+
+def show_agent(info: dict, out: TextIO) -> None:
+    usage = info.get("usage") or {}
+    lines = [
+        ("agent", info["uuid"]),
+        ("name", info.get("name") or "-"),
+        ("parent", info.get("parent") or "-"),
+        ("status", info.get("status")),
+        ("state", info.get("state") or "-"),
+        ("model", model_of(info)),
+        ("thinking", info.get("thinking_level")),
+        ("system", one_line(info.get("system_prompt")) or "-"),
+        ("current turn", info.get("current_turn") or "-"),
+        ("queued", str(info.get("queued", 0))),
+        ("created", info.get("created_at")),
+    ]
+    if info.get("ended_at"):
+        lines.append(("ended", info["ended_at"]))
+    lines.append(
+        (
+            "usage",
+            f"{num(usage.get('input_tokens'))} in / {num(usage.get('output_tokens'))} out · "
+            f"{money(usage.get('cost_usd'))}",
+        )
+    )
+    last = info.get("last_turn")
+    if last:
+        lines.append(("last turn", f"{last.get('turn')} {last.get('status')}"))
+        if last.get("reply"):
+            lines.append(("last reply", one_line(last["reply"], 100)))
+        if last.get("error"):
+            lines.append(("last error", error_text(last["error"])))
+    for k, v in lines:
+        out.write(f"{k + ':':<14}{v}\n")
+
+
+def error_text(err: Any) -> str:
+    if isinstance(err, dict):
+        where = f"{err['provider']} " if err.get("provider") else ""
+        status = f"HTTP {err['http_status']} " if err.get("http_status") else ""
+        cat = err.get("category")
+        return f"{where}{status}{cat + ': ' if cat else ''}{err.get('message', '')}"
+    return str(err)
+
+
+# ---------------------------------------------------------------- history
+
+
+def history(messages: list[dict], out: TextIO, *, full: bool = False, style: Style | None = None) -> None:
+    style = style or Style(False)
+    if not messages:
+        out.write("no messages\n")
+        return
+    width = max(len(str(m["id"])) for m in messages)
+    for m in messages:
+        kind = m.get("kind", "?")
+        content = m.get("content") or ""
+        data = m.get("data") or {}
+        when = str(m.get("created_at") or "")[11:19]
+        if kind == "assistant":
+            bits = [data.get("model") or ""]
+            if data.get("thinking_level"):
+                bits.append(data["thinking_level"])
+            detail = "/".join(b for b in bits if b)
+            if data.get("thinking") and not full:
+                detail += " +thinking"
+            head = f"assistant [{detail}]" if detail else "assistant"
+        elif kind in ("mark", "rewind") and content:
+            head = f"{kind} {content}"
+            content = ""
+        else:
+            head = kind
+        text = content if full else one_line(content, 100)
+        out.write(f"#{str(m['id']).ljust(width)}  {when}  {style(BOLD, head)}")
+        out.write(f"  {text}\n" if text else "\n")
+        if full and kind == "assistant" and data.get("thinking"):
+            for line in str(data["thinking"]).splitlines():
+                out.write(f"{'':>{width + 13}}{style(DIM, 'thinking: ' + line)}\n")
+
+
+# ---------------------------------------------------------------- usage
+
+
+def usage_report(rep: dict, out: TextIO, *, names: dict[str, str] | None = None) -> None:
+    names = names or {}
+    if "roots" in rep:  # the whole database: one report per root agent
+        rep = merge_reports(rep)
+        out.write(f"usage of the whole database ({rep.get('agents', '?')} agents)\n")
+    else:
+        who = rep.get("agent_uuid") or rep.get("agent")
+        name = names.get(who, who)
+        n = rep.get("agents")
+        scope = f" and its descendants ({n} agent{'s' if n != 1 else ''})" if rep.get("descendants") else ""
+        out.write(f"usage of {name}{scope}\n")
+    rows = [["PROVIDER/MODEL", "TURNS", "INPUT", "OUTPUT", "THINKING", "CACHED", "COST"]]
+    for t in rep.get("by_model") or []:
+        rows.append(_usage_row(f"{t.get('provider')}/{t.get('model')}", t))
+    rows.append(_usage_row("total", rep.get("total") or {}))
+    table(rows, out, right={1, 2, 3, 4, 5, 6})
+    if rep.get("unpriced"):
+        out.write(f"no price known for: {', '.join(rep['unpriced'])} (left out of the cost)\n")
+
+
+_SUMMED = ("turns", "input_tokens", "output_tokens", "thinking_tokens", "cached_tokens", "cache_write_tokens", "cost_usd")
+
+
+def _add(into: dict, t: dict) -> None:
+    for k in _SUMMED:
+        v = t.get(k)
+        if v is not None:
+            into[k] = (into.get(k) or 0) + v
+
+
+def merge_reports(whole: dict) -> dict:
+    """The whole-database answer (one report per root) as one report."""
+    by: dict[tuple, dict] = {}
+    total: dict = {}
+    unpriced: list[str] = []
+    for r in whole.get("roots") or []:
+        for t in r.get("by_model") or []:
+            key = (t.get("provider"), t.get("model"))
+            _add(by.setdefault(key, {"provider": key[0], "model": key[1]}), t)
+        _add(total, r.get("total") or {})
+        unpriced += [u for u in r.get("unpriced") or [] if u not in unpriced]
+    rows = sorted(by.values(), key=lambda t: -(t.get("cost_usd") or 0))
+    return {"agents": whole.get("agents"), "by_model": rows, "total": total, "unpriced": unpriced}
+
+
+def _usage_row(name: str, t: dict) -> list[str]:
+    return [
+        name,
+        num(t.get("turns")),
+        num(t.get("input_tokens")),
+        num(t.get("output_tokens")),
+        num(t.get("thinking_tokens")),
+        num(t.get("cached_tokens")),
+        money(t.get("cost_usd")),
+    ]
+
+
+# ---------------------------------------------------------------- status, models
+
+
+def status(st: dict, out: TextIO) -> None:
+    agents = st.get("agents") or {}
+    up = float(st.get("uptime") or 0)
+    h, rem = divmod(int(up), 3600)
+    m, s = divmod(rem, 60)
+    rows = [
+        ("ikigaid", f"{st.get('version')} (pid {st.get('pid')})"),
+        ("up", f"{h}h{m:02d}m{s:02d}s"),
+        ("socket", st.get("socket")),
+        ("database", st.get("database")),
+        ("agents", f"{agents.get('running', 0)} running, {agents.get('dead', 0)} dead"),
+        ("connections", st.get("connections")),
+    ]
+    for k, v in rows:
+        out.write(f"{k + ':':<13}{v}\n")
+
+
+def models(rows: list[dict], out: TextIO) -> None:
+    out.write(f"{'PROVIDER':<10} {'MODEL':<28} {'CONTEXT':>9} {'OUTPUT':>8}  THINKING (med)\n")
+    for m in rows:
+        think = str((m.get("thinking") or {}).get("med", "")).removeprefix("Thinking: ")
+        out.write(
+            f"{m['provider']:<10} {m['model']:<28} {num(m.get('context_window')):>9} "
+            f"{num(m.get('max_output_tokens')):>8}  {think}\n"
+        )

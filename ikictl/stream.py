@@ -1,0 +1,327 @@
+"""Streaming a turn to the terminal: ``send``, ``new``/``fork`` with a prompt,
+``watch`` and the REPL all print agent events through ``EventPrinter``."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any, TextIO
+
+from daemon import protocol as p
+from ikictl.client import Client
+from ikictl.render import CYAN, DIM, RED, YELLOW, Style, error_text, money, ndjson, num, one_line
+
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
+
+
+class EventPrinter:
+    """Renders agent events as they arrive (or as NDJSON with ``json_mode``)."""
+
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        *,
+        color: bool = False,
+        thinking: bool = True,
+        json_mode: bool = False,
+        headers: bool = False,
+    ) -> None:
+        self.out = out or sys.stdout
+        self.style = Style(color)
+        self.thinking = thinking
+        self.json_mode = json_mode
+        self.headers = headers  # print turn_started lines (watch)
+        self.block: str | None = None  # "thinking" / "text" / None
+        self.col0 = True  # the cursor is at the start of a line
+        self.usage: dict[str, int] = {}
+        self.reply: list[str] = []
+        self.abandoned = False  # a second Ctrl+C: stopped waiting for the cancelled turn
+
+    # ------------------------------------------------------------ output
+
+    def _write(self, text: str) -> None:
+        if not text:
+            return
+        self.out.write(text)
+        self.col0 = text.endswith("\n")
+
+    def _newline(self) -> None:
+        if not self.col0:
+            self._write("\n")
+
+    def _end_block(self) -> None:
+        if self.block is not None:
+            self._newline()
+        self.block = None
+
+    def note(self, text: str, code: str = DIM) -> None:
+        """One line of our own between the model's output."""
+        self._end_block()
+        self._write(self.style(code, text) + "\n")
+        self.out.flush()
+
+    # ------------------------------------------------------------ events
+
+    def reset_turn(self) -> None:
+        self.usage = {}
+        self.reply = []
+        self.block = None
+
+    def event(self, params: dict) -> None:
+        if self.json_mode:
+            ndjson(params, self.out)
+            ev = params.get("event") or {}
+            if ev.get("type") == "done":
+                self._add_usage(ev.get("usage") or {})
+            elif ev.get("type") == "text_delta":
+                self.reply.append(ev.get("text", ""))
+            return
+        ev = params.get("event") or {}
+        kind = ev.get("type")
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:
+            handler(ev, params)
+        self.out.flush()
+
+    def _add_usage(self, usage: dict) -> None:
+        for k, v in usage.items():
+            if isinstance(v, int):
+                self.usage[k] = self.usage.get(k, 0) + v
+
+    def _on_turn_started(self, ev: dict, params: dict) -> None:
+        self.reset_turn()
+        if self.headers:
+            model = f"{ev.get('provider')}/{ev.get('model')}/{ev.get('thinking_level')}"
+            self.note(f"── turn {params.get('turn')} · {model} · {one_line(ev.get('prompt'), 60)}", CYAN)
+
+    def _on_thinking_delta(self, ev: dict, params: dict) -> None:
+        if not self.thinking:
+            return
+        text = ev.get("text", "")
+        if self.block != "thinking":
+            self._end_block()
+            self.block = "thinking"
+            self._write(self.style(DIM, "thinking: "))
+        self._write(self.style(DIM, text))
+
+    def _on_text_delta(self, ev: dict, params: dict) -> None:
+        text = ev.get("text", "")
+        self.reply.append(text)
+        if self.block != "text":
+            self._end_block()
+            self.block = "text"
+        self._write(text)
+
+    def _on_tool_started(self, ev: dict, params: dict) -> None:
+        args = ev.get("arguments") or {}
+        if ev.get("name") == "bash" and isinstance(args.get("command"), str):
+            summary = "$ " + one_line(args["command"], 100)
+        else:
+            import json
+
+            summary = one_line(json.dumps(args, ensure_ascii=False), 100)
+        self.note(f"[tool {ev.get('name')}] {summary}", YELLOW)
+
+    def _on_tool_finished(self, ev: dict, params: dict) -> None:
+        how = "error" if ev.get("is_error") else "ok"
+        content = str(ev.get("content") or "")
+        first = content.strip().splitlines()[0] if content.strip() else ""
+        more = len(content.strip().splitlines()) - 1
+        tail = f" (+{more} lines)" if more > 0 else ""
+        self.note(f"[tool {ev.get('name')} {how}] {one_line(first, 100)}{tail}", RED if ev.get("is_error") else YELLOW)
+
+    def _on_done(self, ev: dict, params: dict) -> None:
+        self._add_usage(ev.get("usage") or {})
+
+    def _on_error(self, ev: dict, params: dict) -> None:
+        err = ev.get("error", ev)
+        self.note(f"[provider error] {error_text(err)}", RED)
+
+    def _on_retry(self, ev: dict, params: dict) -> None:
+        self.note(
+            f"[retry: attempt {ev.get('attempt')} in {float(ev.get('delay') or 0):.1f} s after "
+            f"{error_text(ev.get('error'))}]"
+        )
+
+    def _on_fallback(self, ev: dict, params: dict) -> None:
+        self.note(f"[fallback: {ev.get('from_model')} -> {ev.get('to_model')}: {error_text(ev.get('error'))}]")
+
+    def _on_notice(self, ev: dict, params: dict) -> None:
+        self.note(f"[notice] {ev.get('text')}")
+
+    def _on_queued(self, ev: dict, params: dict) -> None:
+        self.note(f"[queued: {ev.get('position')} turn(s) ahead]")
+
+    def _on_model_switched(self, ev: dict, params: dict) -> None:
+        self.note(f"[model: {ev.get('description')}]")
+        for w in ev.get("warnings") or []:
+            self.note(f"note: {w}")
+
+    def _on_lagged(self, ev: dict, params: dict) -> None:
+        self.note(f"[fell behind: events from seq {ev.get('resume_from')} were skipped; see `ikictl history`]")
+
+    def _on_agent_ended(self, ev: dict, params: dict) -> None:
+        self.note(f"[agent ended: {ev.get('reason')}]", RED)
+
+    def _on_turn_ended(self, ev: dict, params: dict) -> None:
+        self._end_block()
+
+    def usage_line(self, status: str, cost: float | None = None) -> str:
+        u = self.usage
+        extra = []
+        if u.get("thinking_tokens"):
+            extra.append(f"{num(u['thinking_tokens'])} thinking")
+        if u.get("cached_tokens"):
+            extra.append(f"{num(u['cached_tokens'])} cached")
+        more = f" ({', '.join(extra)})" if extra else ""
+        tokens = f"tokens {num(u.get('input_tokens'))} in / {num(u.get('output_tokens'))} out{more}"
+        cost_text = money(cost) if cost is not None else "cost unknown"
+        return f"[{status} · {tokens} · {cost_text}]"
+
+    def finish(self, ev: dict, cost: float | None) -> int:
+        """After turn_ended: the usage line (human) and the exit code."""
+        status = ev.get("status", "?")
+        if not self.json_mode:
+            self._end_block()
+            code = {"completed": DIM, "error": RED}.get(status, YELLOW)
+            self._write(self.style(code, self.usage_line(status, cost)) + "\n")
+            self.out.flush()
+        if status == "completed":
+            return EXIT_OK
+        if status == "error" or ev.get("error"):
+            what = error_text(ev.get("error")) if ev.get("error") else ev.get("message") or "error"
+            print(f"ikictl: the turn ended in error: {what}", file=sys.stderr)
+        elif status == "tool_limit":
+            print("ikictl: the turn stopped at the tool-turn limit", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _cost(info: Any) -> float | None:
+    if isinstance(info, dict):
+        usage = info.get("usage") or {}
+        c = usage.get("cost_usd")
+        return float(c) if c is not None else None
+    return None
+
+
+def run_turn(
+    client: Client,
+    agent: str,
+    text: str,
+    printer: EventPrinter,
+    *,
+    on_started: Any = None,
+) -> int:
+    """Prompt ``agent`` and print its turn as it streams; the exit code.
+
+    Ctrl+C cancels the turn on the daemon (a second one leaves at once)."""
+    sub_id = client.send(p.AGENT_SUBSCRIBE, {"agent": agent})
+    show_id = client.send(p.AGENT_SHOW, {"agent": agent})
+    prompt_id = client.send(p.AGENT_PROMPT, {"agent": agent, "text": text})
+    sub = client.wait(sub_id)
+    before = client.wait(show_id)
+    uuid = before["uuid"] if isinstance(before, dict) else agent  # type: ignore[index]
+    started = client.wait(prompt_id)
+    turn = started["turn"]  # type: ignore[index]
+    if on_started is not None:
+        on_started(started)
+    sid = sub["subscription"]  # type: ignore[index]
+    try:
+        ended = _follow(client, sid, turn, printer)
+    except KeyboardInterrupt:
+        ended = interrupt(client, uuid, sid, turn, printer)
+        if ended is None:
+            return EXIT_INTERRUPTED
+        _finish(client, uuid, before, ended, printer)
+        return EXIT_INTERRUPTED
+    finally:
+        _unsubscribe(client, sid)
+    if ended is None:
+        printer.note("[the agent ended before the turn did]")
+        return EXIT_ERROR
+    return _finish(client, uuid, before, ended, printer)
+
+
+def _finish(client: Client, uuid: str, before: Any, ended: dict, printer: EventPrinter) -> int:
+    cost = None
+    try:
+        after = client.call(p.AGENT_SHOW, {"agent": uuid})
+        b, a = _cost(before), _cost(after)
+        if a is not None:
+            cost = a - (b or 0.0)
+    except p.RpcError:
+        pass
+    return printer.finish(ended, cost)
+
+
+def interrupt(client: Client, uuid: str, sid: int, turn: str, printer: EventPrinter) -> dict | None:
+    """Ctrl+C during a turn: cancel it on the daemon, then show how it ended
+    (up to 5 s; a second Ctrl+C stops waiting). None when we stopped waiting."""
+    try:
+        if not printer.json_mode:
+            printer.note("^C: cancelling the turn (Ctrl+C again to leave at once)", YELLOW)
+        client.call(p.AGENT_CANCEL, {"agent": uuid})
+        return _follow(client, sid, turn, printer, timeout=5.0)
+    except KeyboardInterrupt:
+        printer.abandoned = True
+        return None
+
+
+def _follow(
+    client: Client, sid: int, turn: str, printer: EventPrinter, timeout: float | None = None
+) -> dict | None:
+    """Print this turn's events until its turn_ended (returned); None if the
+    subscription ends or ``timeout`` passes."""
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        msg = client.next_notification(left)
+        if msg is None:
+            return None
+        params = msg.get("params") or {}
+        if params.get("subscription") != sid:
+            continue
+        if msg.get("method") == p.SUBSCRIPTION_END:
+            return None
+        if params.get("turn") != turn:
+            continue
+        printer.event(params)
+        ev = params.get("event") or {}
+        if ev.get("type") == "turn_ended":
+            return ev
+
+
+def _unsubscribe(client: Client, sid: int) -> None:
+    with contextlib.suppress(Exception):
+        client.send(p.AGENT_UNSUBSCRIBE, {"subscription": sid})
+
+
+def watch(client: Client, agent: str, printer: EventPrinter, *, from_seq: int | None, until_idle: bool) -> int:
+    """Print an agent's live events until it ends (or, with ``until_idle``, a turn ends)."""
+    sub = client.call(p.AGENT_SUBSCRIBE, {"agent": agent, "from_seq": from_seq})
+    sid = sub["subscription"]  # type: ignore[index]
+    if until_idle and from_seq is None:
+        info = client.call(p.AGENT_SHOW, {"agent": agent})
+        if isinstance(info, dict) and not info.get("current_turn") and not info.get("queued"):
+            return EXIT_OK
+    while True:
+        msg = client.next_notification()
+        if msg is None:
+            continue
+        params = msg.get("params") or {}
+        if params.get("subscription") != sid:
+            continue
+        if msg.get("method") == p.SUBSCRIPTION_END:
+            if not printer.json_mode:
+                printer.note(f"[subscription ended: {params.get('reason')}]")
+            return EXIT_OK
+        printer.event(params)
+        ev = params.get("event") or {}
+        if ev.get("type") == "turn_ended":
+            code = printer.finish(ev, None)
+            if until_idle:
+                info = client.call(p.AGENT_SHOW, {"agent": agent})
+                if isinstance(info, dict) and not info.get("queued"):
+                    return code

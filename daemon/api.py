@@ -230,12 +230,16 @@ class Api:
 
     async def list(self, conn: Connection, params: P.ListAgents) -> list[dict[str, Any]]:
         records = await self.db.list_agents(include_dead=params.include_dead)
-        totals = await self.db._run(lambda: {r.uuid: self.db.store.usage(r.uuid).total for r in records})
+        totals = await self.db._run(self.db.store.usage_totals)
         out = []
         for r in records:
             info = self._info(r)
-            t = totals[r.uuid]
-            info["usage"] = {"input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "cost_usd": t.cost_usd}
+            t = totals.get(r.uuid)
+            info["usage"] = (
+                {"input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "cost_usd": t.cost_usd}
+                if t is not None
+                else {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+            )
             out.append(info)
         return out
 

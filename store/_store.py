@@ -56,8 +56,9 @@ from ._types import (
     MailRecord,
     MessageRecord,
     UsageReport,
+    UsageTotals,
 )
-from ._usage import report, usage_query
+from ._usage import report, usage_by_agent_query, usage_query
 
 _encode = msgspec.json.encode
 _HEXISH = re.compile(r"^[0-9a-fA-F-]{4,36}$")
@@ -612,6 +613,19 @@ class Store:
             return conn.execute(q).rowcount
 
     # ------------------------------------------------------------ usage
+
+    def usage_totals(self) -> dict[str, UsageTotals]:
+        """Every agent's own totals (tokens and cost), in one query: for
+        listings of many agents, where usage() per agent would be a query each."""
+        with self._read() as conn:
+            rows = conn.execute(usage_by_agent_query()).all()
+        per_agent: dict[str, list[Any]] = {}
+        for r in rows:
+            per_agent.setdefault(r.agent_uuid, []).append(r)
+        return {
+            uuid: report(uuid, descendants=False, agents=1, rows=group, catalog=self.catalog).total
+            for uuid, group in per_agent.items()
+        }
 
     def usage(self, agent_uuid: str, *, descendants: bool = False) -> UsageReport:
         """Tokens and cost of the agent's own turns (not inherited ones), or of

@@ -38,6 +38,19 @@ def usage_query(uuids: sa.ColumnElement[Any] | Sequence[str]) -> sa.Select[Any]:
     )
 
 
+def usage_by_agent_query() -> sa.Select[Any]:
+    """Sums per (agent, provider, model) over the whole message_usage view."""
+    v = message_usage.c
+    turns = sa.func.sum(sa.case((v.kind == "assistant", 1), else_=0))
+    return sa.select(
+        v.agent_uuid,
+        v.provider,
+        v.model,
+        turns.label("turns"),
+        *(sa.func.sum(v[f]).label(f) for f in TOKEN_FIELDS),
+    ).group_by(v.agent_uuid, v.provider, v.model)
+
+
 def cost(prices: Prices, t: UsageTotals) -> float:
     """US dollars for the totals, by the catalog's rule (Prices.cost)."""
     return prices.cost(

@@ -134,3 +134,24 @@ def test_the_usage_view_is_plain_sql(store: Store) -> None:
             )
         ).one()
     assert tuple(row) == ("anthropic", "claude-test", "high", 12, 3, 0, 5, 0)
+
+
+def test_usage_totals_of_every_agent_in_one_call_match_usage(store):
+    from providers.types import Message, TextBlock, Usage
+
+    a = store.create_agent("ua", provider="anthropic", model="claude-sonnet-4-5")
+    b = store.create_agent("ub", provider="openai", model="gpt-4o")
+    idle = store.create_agent("uc", provider="openai", model="gpt-4o")
+    for uuid, provider, model, n in ((a.uuid, "anthropic", "claude-sonnet-4-5", 2), (b.uuid, "openai", "gpt-4o", 1)):
+        for i in range(n):
+            store.append_user(uuid, Message(role="user", content=[TextBlock(text=f"q{i}")]))
+            store.append_assistant(
+                uuid,
+                Message(role="assistant", content=[TextBlock(text="a")], provider=provider, model=model),
+                usage=Usage(input_tokens=100 * (i + 1), output_tokens=10, cached_tokens=5),
+            )
+    totals = store.usage_totals()
+    assert set(totals) >= {a.uuid, b.uuid} and idle.uuid not in totals
+    for uuid in (a.uuid, b.uuid):
+        assert totals[uuid] == store.usage(uuid).total
+    assert (totals[a.uuid].input_tokens, totals[a.uuid].turns) == (300, 2)

@@ -26,6 +26,8 @@ class RetryPolicy:
     max_retry_after: float = 300.0  # a longer wait than this is not worth holding a turn for
     jitter: float = 0.25  # +- fraction of the backoff
     rng: random.Random = field(default_factory=random.Random)
+    # provider -> retries after a transient failure (config providers.NAME.max_retries)
+    transient_retries: dict[str, int] = field(default_factory=dict)
 
     def delay(self, error: ProviderError, attempt: int) -> float | None:
         """Seconds to wait before attempt ``attempt + 1``, or None to give up.
@@ -36,6 +38,8 @@ class RetryPolicy:
             limit = self.max_attempts_patient
         elif error.category in _TRANSIENT:
             limit = self.max_attempts_transient
+            if error.provider in self.transient_retries:
+                limit = self.transient_retries[error.provider] + 1
         else:
             return None
         if attempt >= limit:

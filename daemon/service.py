@@ -115,6 +115,14 @@ def _load(paths: Paths, env: dict[str, str]) -> tuple[Config, dict[str, str]]:
     return config, credentials
 
 
+def _transient_retries(config: Config) -> dict[str, int]:
+    return {
+        name: p.max_retries
+        for name, p in config.providers.items()
+        if isinstance(p.max_retries, int)
+    }
+
+
 def _folders(config: Config) -> list[Path]:
     return [Path(f).expanduser() for f in config.tool_folders]
 
@@ -146,6 +154,7 @@ class Daemon:
         self.pool: ProviderPool | None = None
         self.server: ControlServer | None = None
         self.config: Config | None = None
+        self.info: DaemonInfo | None = None
 
     def request_shutdown(self) -> None:
         self._stopping.set()
@@ -157,9 +166,17 @@ class Daemon:
             log.error("reload refused; keeping the running config", reason=str(e))
             return
         catalog = build_catalog(config)
-        assert self.pool is not None
+        assert self.pool is not None and self.sup is not None
         self.pool.reset(settings_factory(config, credentials, self.env, catalog))
         self.config = config
+        # what a reload changes: keys, provider settings, the default model and the
+        # agents' limits; tools and the database are read at start only
+        self.sup.config.max_tool_turns = config.max_tool_turns
+        self.sup.config.max_output_tokens = config.max_output_tokens
+        self.sup.config.fallbacks = list(config.fallback_models)
+        self.sup.config.retry.transient_retries = _transient_retries(config)
+        if self.info is not None:
+            self.info.default_model = config.default_model
         log.info("config reloaded", config=str(self.paths.config_file))
 
     async def run(self, *, task_status: trio.TaskStatus[Daemon] = trio.TASK_STATUS_IGNORED) -> None:
@@ -176,13 +193,13 @@ class Daemon:
             agent_config = AgentConfig(
                 max_tool_turns=config.max_tool_turns,
                 max_output_tokens=config.max_output_tokens,
-                retry=RetryPolicy(),
+                retry=RetryPolicy(transient_retries=_transient_retries(config)),
                 fallbacks=list(config.fallback_models),
             )
             self.sup = Supervisor(AsyncStore(store), self.pool, tools, agent_config)
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.sup.run)
-                info = DaemonInfo(
+                info = self.info = DaemonInfo(
                     socket=str(self.paths.socket),
                     database=display_url(url),
                     started_at=self.started_at,
@@ -196,7 +213,9 @@ class Daemon:
                 self.server = ControlServer(api.handlers(), max_line=config.max_line_bytes)
                 trio_sock = trio.socket.from_stdlib_socket(listener)
                 await nursery.start(self.server.serve, trio_sock)
-                nursery.start_soon(self._signals)
+                # signals are handled before readiness is announced: a SIGTERM
+                # right after READY=1 must shut down gracefully, not kill us
+                await nursery.start(self._signals)
                 sd_notify("READY=1")
                 log.info("ikigaid ready", socket=str(self.paths.socket), database=display_url(url), pid=os.getpid())
                 task_status.started(self)
@@ -218,8 +237,9 @@ class Daemon:
                     self.paths.socket.unlink()
             log.info("ikigaid stopped")
 
-    async def _signals(self) -> None:
+    async def _signals(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            task_status.started()
             async for signum in signals:
                 if signum == signal.SIGHUP:
                     self.reload()

@@ -81,6 +81,13 @@ _QUOTA = re.compile(r"quota|billing|credit balance|insufficient.funds", re.IGNOR
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 
+# Types so broad that the HTTP status says more; they decide only when there is
+# no error status (a 200 with an error body, an error event inside a stream).
+_GENERIC: dict[str, ErrorCategory] = {
+    "invalid_request_error": "invalid_request",
+}
+
+
 def category_for_code(code: str | None) -> ErrorCategory | None:
     return _CODES.get(code) if code else None
 
@@ -164,6 +171,8 @@ def classify(
     category = category_for_code(code) or category_for_code(kind)
     if category is None:
         category = _STATUS.get(status or 0)
+    if category is None:
+        category = _GENERIC.get(code or "") or _GENERIC.get(kind or "")
     if category is None:
         if status is not None and 500 <= status < 600:
             category = "server"

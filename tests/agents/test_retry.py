@@ -44,3 +44,13 @@ def test_jitter_stays_within_its_band_and_delay_is_capped():
     delays = [p.delay(_err("overloaded"), a) for a in range(1, 10)]
     assert all(0.75 * min(8, 2 ** (a - 1)) <= d <= 1.25 * min(8, 2 ** (a - 1)) for a, d in enumerate(delays, 1))
     assert max(delays) <= 10.0
+
+
+def test_per_provider_transient_retries_from_config():
+    p = _policy(max_attempts_transient=3, transient_retries={"openai": 0, "google": 5})
+    err = lambda provider: ProviderError(category="network", message="x", provider=provider)  # noqa: E731
+    assert p.delay(err("openai"), 1) is None  # max_retries 0: never retried
+    assert [p.delay(err("google"), a) is not None for a in (1, 5, 6)] == [True, True, False]
+    assert [p.delay(err("anthropic"), a) is not None for a in (2, 3)] == [True, False]
+    # patient categories are not capped by it
+    assert p.delay(ProviderError(category="rate_limit", message="x", provider="openai"), 1) is not None

@@ -291,3 +291,42 @@ async def test_a_thousand_agents_stream_at_once_without_loss(harness):
         assert "".join(e.text for e in of(events, TextDelta)) == expected, of(events, TurnEnded)
         assert of(events, TurnEnded)[0].status == "completed"
     assert len(harness.fake.requests) == n  # no retries were needed
+
+
+async def test_cancelling_a_waiter_never_kills_the_agent_it_waits_on(harness):
+    reg = ToolRegistry()
+    for spec in agent_tools():
+        reg.register(spec)
+    sup = await harness.start(tools=reg)
+    b, _, _ = await sup.create(model=MODEL, name="worker")
+
+    def respond(req):
+        msgs = req.json["messages"]
+        first = msgs[0]["content"]
+        first = first if isinstance(first, str) else first[0]["text"]
+        if first == "work slowly":
+            return Reply(text="done " * 30, pieces=30, delay=0.02)
+        return Reply(tool_calls=[ToolCall("wait", {"agents": [b.uuid], "timeout": 60}, id="w1")])
+
+    harness.fake.responder = respond
+    worker = await sup.live("worker")
+    wsub = worker.log.subscribe(from_seq=worker.log.next_seq)
+    wturn, _ = sup.prompt(worker, "work slowly")
+    await sup.create(model=MODEL, name="boss")
+    boss = await sup.live("boss")
+    sub = boss.log.subscribe(from_seq=boss.log.next_seq)
+    sup.prompt(boss, "wait for the worker")
+    from agents.events import ToolStarted
+
+    events = []
+    with trio.fail_after(10):
+        async for e in sub:
+            events.append(e)
+            if isinstance(e.event, ToolStarted):
+                boss.cancel()
+            if isinstance(e.event, TurnEnded):
+                break
+    assert of(events, TurnEnded)[0].status == "interrupted"
+    worker_events = await collect_turn(wsub, wturn)
+    assert of(worker_events, TurnEnded)[0].status == "completed"
+    assert worker.alive and b.uuid in sup.actors

@@ -279,3 +279,59 @@ async def test_crash_inside_a_turn_is_recorded_and_the_agent_survives(harness):
     events = await harness.turn("crashy", "again")
     assert of(events, TurnEnded)[0].status == "completed" and actor.alive
     assert harness.store.replay(rec.uuid)[-1].content == [TextBlock(text="back")]
+
+
+async def test_fallback_model_after_retries_run_out(harness):
+    from agents.events import FallbackUsed
+
+    config = AgentConfig(retry=RetryPolicy(base_delay=0.001, jitter=0.0, max_attempts_patient=2), fallbacks=["gpt-4o"])
+    sup = await harness.start(config=config)
+
+    def respond(req):
+        if req.path == "/v1/messages":
+            return Reply(fault=HttpError(529, "Overloaded", code="overloaded_error"))
+        return Reply(text="answered by the fallback")
+
+    harness.fake.responder = respond
+    rec, _, _ = await sup.create(model=MODEL, name="fb")
+    events = await harness.turn("fb", "hello")
+    [used] = of(events, FallbackUsed)
+    assert (used.from_model, used.to_model, used.error.category) == ("claude-sonnet-4-5", "gpt-4o", "overloaded")
+    assert [r.path for r in harness.fake.requests] == ["/v1/messages", "/v1/messages", "/v1/chat/completions"]
+    assert of(events, TurnEnded)[0].status == "completed"
+    answer = harness.store.replay(rec.uuid)[-1]
+    assert (answer.provider, answer.model, answer.text) == ("openai", "gpt-4o", "answered by the fallback")
+
+
+async def test_no_fallback_for_errors_that_are_not_retryable(harness):
+    config = AgentConfig(retry=RetryPolicy(base_delay=0.001), fallbacks=["gpt-4o"])
+    sup = await harness.start(config=config)
+    harness.fake.push(Reply(fault=HttpError(400, "prompt is too long: 300000 tokens > 200000 maximum", code="invalid_request_error")))
+    await sup.create(model=MODEL, name="nofb")
+    events = await harness.turn("nofb", "hello")
+    assert of(events, TurnEnded)[0].error.category == "context_length"
+    assert len(harness.fake.requests) == 1
+
+
+async def test_clear_mark_rewind_and_system_prompt_shape_the_next_request(harness):
+    sup = await harness.start()
+    harness.fake.default = Reply(text="ok")
+    await sup.create(model=MODEL, name="h")
+    await harness.turn("h", "one")
+    await sup.history_op("h", "mark", "before-two")
+    await harness.turn("h", "two")
+    await sup.history_op("h", "rewind", "before-two")
+    await harness.turn("h", "three")
+    sent = harness.fake.requests[-1].json
+    texts = [b["text"] for m in sent["messages"] for b in m["content"] if b.get("type") == "text"]
+    assert texts == ["one", "ok", "three"]
+    await sup.history_op("h", "clear")
+    await sup.set_system("h", "be terse")
+    await harness.turn("h", "four")
+    sent = harness.fake.requests[-1].json
+    assert [b["text"] for m in sent["messages"] for b in m["content"] if b.get("type") == "text"] == ["four"]
+    assert sent["system"][0]["text"] == "be terse"
+    from agents import AgentError
+
+    with pytest.raises(AgentError, match="nope"):
+        await sup.history_op("h", "rewind", "nope")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import signal
 import stat
+import subprocess
 
 import trio
 
@@ -212,3 +213,88 @@ async def test_credentials_readable_by_others_are_refused(daemon_home, fake_prov
     )
     assert out.returncode == 1
     assert "chmod 600" in out.stderr and str(daemon_home / "credentials.json") in out.stderr
+
+
+async def test_sighup_reloads_the_config(daemon, fake_provider, nursery):
+    import json
+
+    await daemon.start()
+    c = await connect(nursery, str(daemon.socket))
+    assert (await c.call("daemon.status"))["default_model"] == "claude-sonnet-4-5/low"
+    cfg = json.loads((daemon.home / "config.json").read_text())
+    cfg["default_model"] = "gpt-4o"
+    (daemon.home / "config.json").write_text(json.dumps(cfg))
+    daemon.signal(signal.SIGHUP)
+    for _ in range(200):
+        if (await c.call("daemon.status"))["default_model"] == "gpt-4o":
+            break
+        await trio.sleep(0.02)
+    created = await c.call("agent.create", name="after-reload")
+    assert created["agent"]["model"] == "gpt-4o"
+    # a broken config is refused on reload and the running one kept
+    (daemon.home / "config.json").write_text("{broken")
+    daemon.signal(signal.SIGHUP)
+    await trio.sleep(0.3)
+    assert (await c.call("daemon.status"))["default_model"] == "gpt-4o"
+
+
+async def test_readiness_is_notified_to_systemd(daemon_home, fake_provider):
+    import socket as pysocket
+
+    write_home(daemon_home, fake_provider)
+    listener = pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_DGRAM)
+    notify = daemon_home / "notify.sock"
+    listener.bind(str(notify))
+    listener.settimeout(20)
+    d = DaemonProcess(daemon_home)
+    env = d.env | {"NOTIFY_SOCKET": str(notify)}
+    import sys
+
+    d.proc = _spawn([sys.executable, "-m", "daemon", "run"], env=env)
+    try:
+        message = await trio.to_thread.run_sync(listener.recv, 1024)
+        assert message == b"READY=1"
+        assert d.socket.exists()  # ready means the socket is listening
+        d.signal(signal.SIGTERM)
+        assert await trio.to_thread.run_sync(listener.recv, 1024) == b"STOPPING=1"
+    finally:
+        d.stop()
+        listener.close()
+
+
+async def test_socket_activation_uses_the_passed_listener(daemon_home, fake_provider, nursery):
+    import socket as pysocket
+    import sys
+
+    write_home(daemon_home, fake_provider)
+    path = daemon_home / "activated.sock"
+    sock = pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_STREAM)
+    sock.bind(str(path))
+    sock.listen(16)
+    d = DaemonProcess(daemon_home)
+    env = d.env | {"LISTEN_FDS": "1"}
+    # as systemd does: the listener on fd 3, LISTEN_PID the daemon's own pid
+    # (the wrapper execs the daemon, so its pid is the daemon's)
+    wrapper = (
+        "import os, sys; os.dup2(int(sys.argv[1]), 3); os.environ['LISTEN_PID'] = str(os.getpid()); "
+        "os.execv(sys.executable, [sys.executable, '-m', 'daemon', 'run'])"
+    )
+    d.proc = _spawn([sys.executable, "-c", wrapper, str(sock.fileno())], env=env, pass_fds=(sock.fileno(),))
+    try:
+        c = None
+        for _ in range(400):
+            try:
+                c = await connect(nursery, str(path))
+                status = await c.call("daemon.status")
+                break
+            except OSError:
+                await trio.sleep(0.05)
+        assert c is not None and status["pid"] == d.proc.pid
+        assert not d.socket.exists()  # it did not bind a socket of its own
+    finally:
+        d.stop()
+        sock.close()
+
+
+def _spawn(cmd: list[str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kwargs)

@@ -85,3 +85,10 @@ def test_transport_error():
     err = transport_error("timeout", "timed out waiting for data")
     assert (err.category, err.retryable, err.http_status) == ("timeout", True, None)
     assert str(err) == "timeout: timed out waiting for data"
+
+
+def test_generic_error_type_decides_only_without_an_error_status():
+    body = _body({"type": "error", "error": {"type": "invalid_request_error", "message": "bad field"}})
+    assert error_from_http(200, body).category == "invalid_request"  # an error body inside a 200
+    assert error_from_http(403, body).category == "auth"  # the status says more
+    assert error_from_http(404, body).category == "not_found"

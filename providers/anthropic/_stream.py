@@ -100,6 +100,99 @@ class _Event(msgspec.Struct):
 _decode_event = msgspec.json.Decoder(_Event).decode
 _encode_json = msgspec.json.encode
 
+
+# ------------------------------------------------------------ fast shapes
+# A tagged union with one Struct per event type the decoder knows, so dispatch
+# is on the class, not on strings. A payload this union accepts is one
+# _decode_event accepts with the same values; anything it rejects (an unknown
+# event or delta type, a field of another type, bad JSON) goes to the general
+# path unchanged:
+#
+# * content_block_delta and its four known deltas declare only their own keys
+#   and forbid the others, which is what the API sends; a payload with any
+#   other key is left to the general path, which reads and checks every field;
+# * the other events declare every field of _Event with the same types.
+#
+# gc=False: decoded JSON holds no reference cycles.
+
+
+class _TextDeltaW(msgspec.Struct, tag_field="type", tag="text_delta", forbid_unknown_fields=True, gc=False):
+    text: str | None = None
+
+
+class _ThinkingDeltaW(
+    msgspec.Struct, tag_field="type", tag="thinking_delta", forbid_unknown_fields=True, gc=False
+):
+    thinking: str | None = None
+
+
+class _SignatureDeltaW(
+    msgspec.Struct, tag_field="type", tag="signature_delta", forbid_unknown_fields=True, gc=False
+):
+    signature: str | None = None
+
+
+class _JsonDeltaW(msgspec.Struct, tag_field="type", tag="input_json_delta", forbid_unknown_fields=True, gc=False):
+    partial_json: str | None = None
+
+
+class _BlockDeltaW(
+    msgspec.Struct, tag_field="type", tag="content_block_delta", forbid_unknown_fields=True, gc=False
+):
+    index: int = -1
+    delta: _TextDeltaW | _ThinkingDeltaW | _SignatureDeltaW | _JsonDeltaW | None = None
+
+
+class _EventFields(msgspec.Struct, gc=False):
+    index: int = -1
+    delta: _Delta | None = None
+    content_block: _Block | None = None
+    message: _Message | None = None
+    usage: WireUsage | None = None
+    error: _Error | None = None
+
+
+class _PingW(_EventFields, tag_field="type", tag="ping"):
+    pass
+
+
+class _BlockStartW(_EventFields, tag_field="type", tag="content_block_start"):
+    pass
+
+
+class _BlockStopW(_EventFields, tag_field="type", tag="content_block_stop"):
+    pass
+
+
+class _MessageStartW(_EventFields, tag_field="type", tag="message_start"):
+    pass
+
+
+class _MessageDeltaW(_EventFields, tag_field="type", tag="message_delta"):
+    pass
+
+
+class _MessageStopW(_EventFields, tag_field="type", tag="message_stop"):
+    pass
+
+
+class _ErrorW(_EventFields, tag_field="type", tag="error"):
+    pass
+
+
+_decode_fast = msgspec.json.Decoder(
+    _BlockDeltaW
+    | _PingW
+    | _BlockStartW
+    | _BlockStopW
+    | _MessageStartW
+    | _MessageDeltaW
+    | _MessageStopW
+    | _ErrorW
+).decode
+# what _decode_fast raises for a payload the general path must read
+_NOT_FAST = (msgspec.DecodeError, UnicodeDecodeError)  # ValidationError is a DecodeError
+
 # slot kinds
 _TEXT, _THINKING, _TOOL, _SKIP = 0, 1, 2, 3
 _KINDS = {"text": _TEXT, "thinking": _THINKING, "redacted_thinking": _THINKING, "tool_use": _TOOL}
@@ -149,6 +242,17 @@ def _text(data: bytes | bytearray | str) -> str:
     return data if isinstance(data, str) else bytes(data).decode("utf-8", "replace")
 
 
+def _head_name(head: bytes) -> bytes:
+    """The first line of a frame "<head>\ndata: <payload>", as _event_name takes
+    a frame: what _general_frame gives for it."""
+    field, _, value = head.partition(b":")
+    if field != b"event":
+        return b""
+    if value[:1] == b" ":
+        value = value[1:]
+    return b"event: " + value if value else b""
+
+
 def _event_name(name: bytes | bytearray | str) -> str:
     """The SSE event name from a frame head (bytes) or SSEDecoder's name (str)."""
     if isinstance(name, str):
@@ -180,7 +284,6 @@ class AnthropicStreamDecoder:
         "_next",
         "_open",
         "_provider",
-        "_scan",
         "_seen",
         "_slots",
         "_sse",
@@ -196,7 +299,6 @@ class AnthropicStreamDecoder:
         self._fast = True  # LF-only frames are cut here; anything else goes to SSEDecoder
         self._seen = False
         self._buf = bytearray()
-        self._scan = 0
         self._slots: dict[int, _Slot] = {}
         self._next = 0
         self._open = False  # between message_start and message_stop
@@ -222,6 +324,10 @@ class AnthropicStreamDecoder:
             # CR line ends or a BOM: the general SSE decoder takes over from here,
             # starting at a frame boundary with what is still buffered
             self._fast = False
+            if self._seen:
+                # mid-stream: what follows is not the start of the stream, so a
+                # leading EF BB BF is not a byte order mark to strip
+                self._sse.feed(b"\n")
             data, self._buf = bytes(self._buf) + data, bytearray()
         for sse in self._sse.feed(data):
             self._event(sse.data, sse.event, out)
@@ -232,15 +338,50 @@ class AnthropicStreamDecoder:
     def _feed_fast(self, data: bytes, out: list[StreamEvent]) -> None:
         """LF-only SSE (what the API sends): frames end at a blank line. Gives
         exactly what SSEDecoder gives for such input, without decoding each line."""
-        if self._buf:
-            buf: bytes | bytearray = self._buf
-            buf += data  # in place: tiny chunks of a long line stay linear
-            end = buf.find(b"\n\n", self._scan)
+        prev = self._buf
+        if prev:
+            if data.find(b"\n\n") < 0 and not (data[:1] == b"\n" and prev[-1] == 0x0A):
+                prev += data  # no frame ends yet; in place: tiny chunks stay linear
+                return
+            buf = b"".join((prev, data))
         else:
             buf = data
-            end = data.find(b"\n\n")
-        pos = 0
+        last = buf.rfind(b"\n\n")
+        if last < 0:
+            self._buf = bytearray(buf)
+            return
+        end = last + 2
+        # Everything up to the last blank line, checked in C to be nothing but
+        # "event: <name>\ndata: <payload>\n\n" frames (what the API sends): then
+        # the payloads are cut out with a split, and no line is looked at in Python.
+        lines = buf[:end].split(b"\n")
+        lines.pop()  # the empty piece after the last LF
+        n = len(lines) // 3
+        pos = -1
+        if len(lines) == 3 * n and not any(lines[2::3]):
+            heads = lines[0::3]
+            datas = b"\n".join(lines[1::3])
+            # the first line of a frame names the event (read again only for an
+            # error message); it only must not be a data line
+            if datas[:6] == b"data: " and heads[0][:4] != b"data" and b"\ndata" not in b"\n".join(heads):
+                # one piece per line iff every line starts with "data: "
+                payloads = datas[6:].split(b"\ndata: ")
+                if len(payloads) == n:
+                    self._run(payloads, heads, out)
+                    pos = end
+        if pos < 0:
+            pos = self._frames(buf, out)
+        if self._finished or pos >= len(buf):
+            self._buf = bytearray()
+        else:
+            self._buf = bytearray(buf[pos:])
+
+    def _frames(self, buf: bytes, out: list[StreamEvent]) -> int:
+        """Frame by frame, for input the bulk path does not take (comments, other
+        fields, multi-line data, extra blank lines). Returns where the rest begins."""
         find = buf.find
+        pos = 0
+        end = find(b"\n\n")
         while end >= 0:
             frame = buf[pos:end]
             pos = end + 2
@@ -257,15 +398,74 @@ class AnthropicStreamDecoder:
             if self._finished:
                 break
             end = find(b"\n\n", pos)
-        if self._finished or pos >= len(buf):
-            self._buf = bytearray()
-            self._scan = 0
-            return
-        if buf is self._buf:
-            del buf[:pos]
-        else:
-            self._buf = bytearray(buf[pos:])
-        self._scan = len(self._buf) - 1  # a blank line may still end with the next byte
+        return pos
+
+    def _run(self, payloads: list[bytes], heads: list[bytes], out: list[StreamEvent]) -> None:
+        """Decode and apply the payloads of whole frames; ``heads[i]`` is the
+        first line of the frame of ``payloads[i]``."""
+        decode = _decode_fast
+        append = out.append
+        # The block the last text (thinking) delta went to and its canonical
+        # index: the next text (thinking) delta of the same block is appended
+        # at once. A slot keeps its kind and index until a content_block_start
+        # replaces it or a content_block_stop ends a tool call, and only events
+        # other than deltas and pings can do that, so any such event forgets
+        # all three.
+        text_at: int | None = None
+        text_index = -1
+        think_at: int | None = None
+        think_index = -1
+        # the same for the arguments of a tool call, once one piece set its args flag
+        tool_at: int | None = None
+        tool_index = -1
+        it = iter(payloads)
+        for data in it:
+            try:
+                event = decode(data)
+            except _NOT_FAST:
+                text_at = think_at = tool_at = None
+                head = heads[len(payloads) - it.__length_hint__() - 1]
+                self._event_general(data, _head_name(head), out)
+                if self._finished:
+                    return
+                continue
+            delta = event.delta
+            cls = delta.__class__
+            if cls is _TextDeltaW:  # only content_block_delta has these
+                if event.index == text_at:
+                    if text := delta.text:
+                        append(TextDelta(index=text_index, text=text))
+                    continue
+                self._delta_fast(event.index, delta, out)
+                slot = self._slots.get(event.index)
+                if slot is not None and slot.kind == _TEXT and slot.index >= 0:
+                    text_at, text_index = event.index, slot.index
+            elif cls is _ThinkingDeltaW:
+                if event.index == think_at:
+                    if text := delta.thinking:
+                        append(ThinkingDelta(index=think_index, text=text))
+                    continue
+                self._delta_fast(event.index, delta, out)
+                slot = self._slots.get(event.index)
+                if slot is not None and slot.kind == _THINKING and slot.index >= 0:
+                    think_at, think_index = event.index, slot.index
+            elif cls is _JsonDeltaW:
+                if event.index == tool_at:
+                    if args := delta.partial_json:
+                        append(ToolCallDelta(index=tool_index, arguments=args))
+                    continue
+                self._delta_fast(event.index, delta, out)
+                slot = self._slots.get(event.index)
+                if slot is not None and slot.kind == _TOOL and slot.args:
+                    tool_at, tool_index = event.index, slot.index
+            elif event.__class__ is _BlockDeltaW:
+                if delta is not None:
+                    self._delta_fast(event.index, delta, out)
+            elif event.__class__ is not _PingW:
+                text_at = think_at = tool_at = None
+                self._dispatch(event, out)
+                if self._finished:
+                    return
 
     def _general_frame(self, frame: bytes, out: list[StreamEvent]) -> None:
         """Any other frame, by the WHATWG field rules (CR never gets here)."""
@@ -286,6 +486,75 @@ class AnthropicStreamDecoder:
 
     def _event(self, data: bytes | bytearray | str, name: bytes | bytearray | str, out: list[StreamEvent]) -> None:
         try:
+            event = _decode_fast(data)
+        except _NOT_FAST:
+            self._event_general(data, name, out)
+            return
+        if event.__class__ is _BlockDeltaW:
+            if event.delta is not None:
+                self._delta_fast(event.index, event.delta, out)
+        elif event.__class__ is not _PingW:
+            self._dispatch(event, out)
+
+    def _dispatch(self, event: Any, out: list[StreamEvent]) -> None:
+        """A decoded event other than content_block_delta and ping."""
+        cls = event.__class__
+        if cls is _BlockStartW:
+            self._block_start(event.index, event.content_block, out)
+        elif cls is _BlockStopW:
+            self._block_stop(event.index, out)
+        elif cls is _MessageDeltaW:
+            self._message_delta(event)
+        elif cls is _MessageStopW:
+            out.append(self._done())
+        elif cls is _MessageStartW:
+            self._message_start(event.message, out)
+        elif cls is _ErrorW:
+            err = event.error or _Error()
+            out.append(ErrorEvent(error=stream_error(err.type, err.message, self._provider)))
+            self._finished = True
+
+    def _delta_fast(self, where: int, delta: Any, out: list[StreamEvent]) -> None:
+        """A known content_block_delta, as _delta reads it."""
+        cls = delta.__class__
+        if cls is _TextDeltaW:
+            if delta.text:
+                self._piece(where, self._slots.get(where), _TEXT, delta.text, out)
+        elif cls is _JsonDeltaW:
+            slot = self._slots.get(where)
+            if slot is None or slot.kind != _TOOL or not delta.partial_json:
+                return
+            slot.args = True
+            out.append(ToolCallDelta(index=slot.index, arguments=delta.partial_json))
+        elif cls is _ThinkingDeltaW:
+            if delta.thinking:
+                self._piece(where, self._slots.get(where), _THINKING, delta.thinking, out)
+        elif delta.signature:  # _SignatureDeltaW
+            slot = self._slots.get(where)
+            if slot is None:
+                slot = self._slots[where] = _Slot(_THINKING)
+            elif slot.kind != _THINKING:
+                return
+            index = slot.index if slot.index >= 0 else self._claim(slot)
+            out.append(ThinkingDelta(index=index, signature=delta.signature))
+
+    def _piece(self, where: int, slot: _Slot | None, kind: int, text: str, out: list[StreamEvent]) -> None:
+        """A non-empty text or thinking piece for block ``where``."""
+        if slot is None:  # a delta with no content_block_start: take it as its kind
+            slot = self._slots[where] = _Slot(kind)
+        elif slot.kind != kind:
+            return
+        index = slot.index if slot.index >= 0 else self._claim(slot)
+        if kind == _TEXT:
+            out.append(TextDelta(index=index, text=text))
+        else:
+            out.append(ThinkingDelta(index=index, text=text))
+
+    def _event_general(
+        self, data: bytes | bytearray | str, name: bytes | bytearray | str, out: list[StreamEvent]
+    ) -> None:
+        """An event the fast shapes do not take: read with _Event, leniently if need be."""
+        try:
             event = _decode_event(data)
         except msgspec.ValidationError:
             # valid JSON whose fields are not the types we know (a new block or
@@ -294,9 +563,9 @@ class AnthropicStreamDecoder:
             if event is None:
                 out.append(self._malformed(_event_name(name), _text(data)))
                 return
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeDecodeError):
             if not isinstance(data, str):  # as SSEDecoder would: undecodable bytes replaced
-                self._event(data.decode("utf-8", "replace"), _event_name(name), out)
+                self._event_general(bytes(data).decode("utf-8", "replace"), _event_name(name), out)
             else:
                 out.append(self._malformed(_event_name(name), data))
             return
@@ -324,7 +593,6 @@ class AnthropicStreamDecoder:
     def close(self) -> list[StreamEvent]:
         self._sse.close()
         self._buf = bytearray()
-        self._scan = 0
         if self._finished:
             return []
         self._finished = True

@@ -496,6 +496,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="a smoke run: fewer agents and events")
     ap.add_argument("--json", type=Path, help="also write the rows here")
+    ap.add_argument("--rate-100", type=float, default=None, help="deltas/s per agent in the 100-agent latency run (default 50)")
     args = ap.parse_args()
     if args.quick:
         args.agents = [1, 20, 100]
@@ -507,6 +508,9 @@ def main() -> int:
         # rate like a model does (100, 50 and 10 deltas/s per agent)
         args.agents = [1, 100, 1000]
         args.plan = {1: (300, 0.01), 100: (60, 0.02), 1000: (20, 0.1)}
+    if args.rate_100:
+        # deltas/s per agent at 100 agents: 50 by default; 10 measures below saturation
+        args.plan[100] = (max(20, int(args.rate_100 * 2)), 1 / args.rate_100)
         args.tp_deltas = 40
         args.idle_agents = 10_000
     rows = trio.run(run, args)

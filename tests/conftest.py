@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import os
+
 import pytest
 import trio
 import trio.testing
 
 from tests.fakes.server import FakeProvider
+
+# The soak test runs for minutes: collected only when asked for, so the normal
+# run neither runs it nor reports a skip.
+collect_ignore = [] if os.environ.get("IKIGAI_SOAK") == "1" else ["soak"]
 
 
 @pytest.fixture

@@ -508,11 +508,11 @@ def main() -> int:
         # rate like a model does (100, 50 and 10 deltas/s per agent)
         args.agents = [1, 100, 1000]
         args.plan = {1: (300, 0.01), 100: (60, 0.02), 1000: (20, 0.1)}
+        args.tp_deltas = 40
+        args.idle_agents = 10_000
     if args.rate_100:
         # deltas/s per agent at 100 agents: 50 by default; 10 measures below saturation
         args.plan[100] = (max(20, int(args.rate_100 * 2)), 1 / args.rate_100)
-        args.tp_deltas = 40
-        args.idle_agents = 10_000
     rows = trio.run(run, args)
     print(f"{'benchmark':<42} {'unit':<78} {'ours':>12} {'comparison':>12} {'ratio':>8}")
     for r in rows:

@@ -215,10 +215,13 @@ def run_turn(
     """Prompt ``agent`` and print its turn as it streams; the exit code.
 
     Ctrl+C cancels the turn on the daemon (a second one leaves at once)."""
+    # the prompt is sent only once the subscription exists: the daemon answers
+    # requests concurrently, so a pipelined prompt could start first and its
+    # first events would be missed
     sub_id = client.send(p.AGENT_SUBSCRIBE, {"agent": agent})
     show_id = client.send(p.AGENT_SHOW, {"agent": agent})
-    prompt_id = client.send(p.AGENT_PROMPT, {"agent": agent, "text": text})
     sub = client.wait(sub_id)
+    prompt_id = client.send(p.AGENT_PROMPT, {"agent": agent, "text": text})
     before = client.wait(show_id)
     uuid = before["uuid"] if isinstance(before, dict) else agent  # type: ignore[index]
     started = client.wait(prompt_id)
@@ -243,6 +246,8 @@ def run_turn(
 
 
 def _finish(client: Client, uuid: str, before: Any, ended: dict, printer: EventPrinter) -> int:
+    if ended.get("cost_usd") is not None:  # the daemon prices the turn itself
+        return printer.finish(ended, ended["cost_usd"])
     cost = None
     try:
         after = client.call(p.AGENT_SHOW, {"agent": uuid})

@@ -37,6 +37,7 @@ from providers.types import (
     ToolResultBlock,
     Usage,
 )
+from store import AgentRecord
 
 from .context import for_provider
 from .eventlog import EventLog
@@ -100,15 +101,15 @@ class TurnResult:
 
 
 class Actor:
-    def __init__(self, record: object, supervisor: Supervisor) -> None:
+    def __init__(self, record: AgentRecord, supervisor: Supervisor) -> None:
         self.sup = supervisor
-        self.uuid: str = record.uuid  # type: ignore[attr-defined]
-        self.name: str = record.name  # type: ignore[attr-defined]
-        self.parent: str | None = record.parent_uuid  # type: ignore[attr-defined]
-        self.provider: str = record.provider  # type: ignore[attr-defined]
-        self.model: str = record.model  # type: ignore[attr-defined]
-        self.thinking_level: ThinkingLevel = record.thinking_level  # type: ignore[attr-defined]
-        self.system_prompt: str = record.system_prompt or ""  # type: ignore[attr-defined]
+        self.uuid: str = record.uuid
+        self.name: str = record.name
+        self.parent: str | None = record.parent_uuid
+        self.provider: str = record.provider
+        self.model: str = record.model
+        self.thinking_level: ThinkingLevel = record.thinking_level
+        self.system_prompt: str = record.system_prompt or ""
         cfg = supervisor.config
         self.log = EventLog(self.uuid, keep=cfg.event_keep, buffer=cfg.subscriber_buffer)
         self.state: AgentState = "idle"

@@ -25,16 +25,17 @@ class AsyncStore:
         self.store = store
         self._limiter = trio.CapacityLimiter(threads)
 
-    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Any Store method, in a worker thread (for reads this facade does not wrap)."""
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._limiter)
 
     # ------------------------------------------------------------ agents
 
     async def list_agents(self, *, include_dead: bool = False) -> list[AgentRecord]:
-        return await self._run(self.store.list_agents, include_dead=include_dead)
+        return await self.call(self.store.list_agents, include_dead=include_dead)
 
     async def resolve(self, ref: str) -> AgentRecord:
-        return await self._run(self.store.resolve, ref)
+        return await self.call(self.store.resolve, ref)
 
     async def create_agent(
         self,
@@ -46,7 +47,7 @@ class AsyncStore:
         system_prompt: str = "",
         parent_uuid: str | None = None,
     ) -> AgentRecord:
-        return await self._run(
+        return await self.call(
             self.store.create_agent,
             name or f"agent-{secrets.token_hex(3)}",
             provider=provider,
@@ -57,10 +58,10 @@ class AsyncStore:
         )
 
     async def fork(self, parent_uuid: str, **kwargs: Any) -> AgentRecord:
-        return await self._run(self.store.fork, parent_uuid, **kwargs)
+        return await self.call(self.store.fork, parent_uuid, **kwargs)
 
     async def descendants(self, uuid: str, *, live_only: bool = True) -> list[str]:
-        rows = await self._run(self.store.descendants, uuid, include_dead=not live_only)
+        rows = await self.call(self.store.descendants, uuid, include_dead=not live_only)
         return [r.uuid for r in rows]
 
     async def kill(self, uuids: list[str], *, reason: str) -> None:
@@ -69,23 +70,23 @@ class AsyncStore:
                 if self.store.get_agent(uuid).alive:
                     self.store.mark_dead(uuid, reason=reason)
 
-        await self._run(kill_all)
+        await self.call(kill_all)
 
     async def switch_model(self, uuid: str, provider: str, model: str, thinking_level: str) -> None:
-        await self._run(
+        await self.call(
             self.store.switch_model, uuid, provider=provider, model=model, thinking_level=thinking_level
         )
 
     async def set_system(self, uuid: str, text: str) -> None:
-        await self._run(self.store.set_system_prompt, uuid, text)
+        await self.call(self.store.set_system_prompt, uuid, text)
 
     # ------------------------------------------------------------ history
 
     async def append_user(self, uuid: str, message: Message) -> int:
-        return (await self._run(self.store.append_user, uuid, message)).id
+        return (await self.call(self.store.append_user, uuid, message)).id
 
     async def append_assistant(self, uuid: str, message: Message, response: Response) -> int:
-        rows = await self._run(
+        rows = await self.call(
             self.store.append_assistant,
             uuid,
             message,
@@ -95,29 +96,29 @@ class AsyncStore:
         return rows[0].id
 
     async def append_tool_results(self, uuid: str, message: Message) -> int:
-        return (await self._run(self.store.append_tool_results, uuid, message)).id
+        return (await self.call(self.store.append_tool_results, uuid, message)).id
 
     async def append_interrupted(self, uuid: str, turn_start: int) -> int:
-        return (await self._run(self.store.mark_interrupted, uuid, turn_start)).id
+        return (await self.call(self.store.mark_interrupted, uuid, turn_start)).id
 
     async def control(self, uuid: str, kind: str, label: str | None) -> int:
         if kind == "clear":
-            row = await self._run(self.store.clear, uuid)
+            row = await self.call(self.store.clear, uuid)
         elif kind == "mark":
-            row = await self._run(self.store.mark, uuid, label)
+            row = await self.call(self.store.mark, uuid, label)
         elif kind == "rewind":
-            row = await self._run(self.store.rewind, uuid, label)
+            row = await self.call(self.store.rewind, uuid, label)
         else:
             raise ValueError(f"unknown history operation {kind!r} (clear, mark, rewind)")
         return row.id
 
     async def last_row_before(self, uuid: str, before: int) -> int | None:
         """The newest row the agent sees with an id below ``before``."""
-        rows = await self._run(self.store.history, uuid, limit=1, before=before)
+        rows = await self.call(self.store.history, uuid, limit=1, before=before)
         return rows[-1].id if rows else None
 
     async def replay(self, uuid: str) -> list[Message]:
-        return await self._run(self.store.replay, uuid)
+        return await self.call(self.store.replay, uuid)
 
     async def dangling_turn_start(self, uuid: str) -> int | None:
         """The first row of a turn that ended with tool calls and no results (a
@@ -133,15 +134,15 @@ class AsyncStore:
                     return row_id
             return None
 
-        return await self._run(find)
+        return await self.call(find)
 
     # ------------------------------------------------------------ mail
 
     async def send_mail(self, sender: str | None, to: str, body: str) -> int:
-        return (await self._run(self.store.send_mail, to, body, from_uuid=sender)).id
+        return (await self.call(self.store.send_mail, to, body, from_uuid=sender)).id
 
     async def inbox(self, uuid: str, *, unread: bool = True) -> list[MailRecord]:
-        return await self._run(self.store.inbox, uuid, unread_only=unread)
+        return await self.call(self.store.inbox, uuid, unread_only=unread)
 
     async def mark_read(self, uuid: str, ids: list[int]) -> int:
-        return await self._run(self.store.mark_read, uuid, ids)
+        return await self.call(self.store.mark_read, uuid, ids)

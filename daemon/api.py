@@ -99,7 +99,7 @@ class Api:
         try:
             return await self.db.resolve(ref)
         except AmbiguousAgent as e:
-            found = await self.db._run(self.db.store.find_agents, ref)
+            found = await self.db.call(self.db.store.find_agents, ref)
             raise p.RpcError(
                 p.AMBIGUOUS_AGENT,
                 str(e),
@@ -230,7 +230,7 @@ class Api:
 
     async def list(self, conn: Connection, params: P.ListAgents) -> list[dict[str, Any]]:
         records = await self.db.list_agents(include_dead=params.include_dead)
-        totals = await self.db._run(self.db.store.usage_totals)
+        totals = await self.db.call(self.db.store.usage_totals)
         out = []
         for r in records:
             info = self._info(r)
@@ -246,7 +246,7 @@ class Api:
     async def show(self, conn: Connection, params: P.AgentRef) -> dict[str, Any]:
         record = await self._record(params.agent)
         info = self._info(record)
-        report = await self.db._run(self.db.store.usage, record.uuid)
+        report = await self.db.call(self.db.store.usage, record.uuid)
         info["usage"] = report.total
         actor = self.sup.actors.get(record.uuid)
         last = actor.last_result if actor else None
@@ -330,7 +330,7 @@ class Api:
         if params.limit is not None and params.limit < 1:
             raise p.RpcError(p.INVALID_PARAMS, "limit: must be 1 or more")
         limit = params.limit
-        rows = await self.db._run(
+        rows = await self.db.call(
             self.db.store.history, record.uuid, limit=None if limit is None else limit + 1, before=params.before
         )
         more = limit is not None and len(rows) > limit
@@ -348,10 +348,10 @@ class Api:
         if params.agent is None:
             records = await self.db.list_agents(include_dead=True)
             roots = [r for r in records if r.parent_uuid is None]
-            reports = await self.db._run(lambda: [self.db.store.usage(r.uuid, descendants=True) for r in roots])
+            reports = await self.db.call(lambda: [self.db.store.usage(r.uuid, descendants=True) for r in roots])
             return {"agents": len(records), "roots": reports}
         record = await self._record(params.agent)
-        return await self.db._run(self.db.store.usage, record.uuid, descendants=params.descendants)
+        return await self.db.call(self.db.store.usage, record.uuid, descendants=params.descendants)
 
     async def _history_op(self, ref: str, kind: str, label: str | None) -> dict[str, Any]:
         actor = await self._actor(ref)

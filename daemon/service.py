@@ -28,8 +28,8 @@ from store import Store, display_url
 from .api import Api, DaemonInfo
 from .config import Config, build_catalog, load_config, settings_factory
 from .control import ControlServer
-from .credentials import load_credentials
-from .logs import register_secret
+from .credentials import load_credentials, secret_values
+from .logs import register_secrets
 from .paths import Paths, ensure_private_dir
 
 log = structlog.get_logger("ikigai.daemon")
@@ -107,11 +107,8 @@ def sd_notify(message: str) -> bool:
 def _load(paths: Paths, env: dict[str, str]) -> tuple[Config, dict[str, str]]:
     config = load_config(paths.config_file)
     credentials = load_credentials(paths.credentials_file)
-    for value in credentials.values():
-        register_secret(value)
-    for entry_env in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
-        if env.get(entry_env):
-            register_secret(env[entry_env])
+    key_env = [v for p in build_catalog(config).providers.values() for v in p.key_env]
+    register_secrets(secret_values(credentials, env, key_env))
     return config, credentials
 
 

@@ -196,14 +196,6 @@ class EventPrinter:
         return EXIT_ERROR
 
 
-def _cost(info: Any) -> float | None:
-    if isinstance(info, dict):
-        usage = info.get("usage") or {}
-        c = usage.get("cost_usd")
-        return float(c) if c is not None else None
-    return None
-
-
 def run_turn(
     client: Client,
     agent: str,
@@ -235,28 +227,19 @@ def run_turn(
         ended = interrupt(client, uuid, sid, turn, printer)
         if ended is None:
             return EXIT_INTERRUPTED
-        _finish(client, uuid, before, ended, printer)
+        _finish(ended, printer)
         return EXIT_INTERRUPTED
     finally:
         _unsubscribe(client, sid)
     if ended is None:
         printer.note("[the agent ended before the turn did]")
         return EXIT_ERROR
-    return _finish(client, uuid, before, ended, printer)
+    return _finish(ended, printer)
 
 
-def _finish(client: Client, uuid: str, before: Any, ended: dict, printer: EventPrinter) -> int:
-    if ended.get("cost_usd") is not None:  # the daemon prices the turn itself
-        return printer.finish(ended, ended["cost_usd"])
-    cost = None
-    try:
-        after = client.call(p.AGENT_SHOW, {"agent": uuid})
-        b, a = _cost(before), _cost(after)
-        if a is not None:
-            cost = a - (b or 0.0)
-    except p.RpcError:
-        pass
-    return printer.finish(ended, cost)
+def _finish(ended: dict, printer: EventPrinter) -> int:
+    # turn_ended carries the turn's cost (None when a model used has no price)
+    return printer.finish(ended, ended.get("cost_usd"))
 
 
 def interrupt(client: Client, uuid: str, sid: int, turn: str, printer: EventPrinter) -> dict | None:

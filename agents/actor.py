@@ -83,7 +83,7 @@ class AgentConfig:
 class _Prompt:
     turn: str
     text: str
-    mail_ids: list[int] = field(default_factory=list)
+    queue_id: int | None  # its prompt_queue row (None: not stored, tests only)
 
 
 @dataclass
@@ -98,6 +98,13 @@ class TurnResult:
     status: TurnStatus
     reply: str
     error: ProviderError | None = None
+    message: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+
+
+_KEEP_RESULTS = 64  # ended turns remembered for a late wait_turn()
+_PUBLISH_SLICE = 64  # events published between checkpoints, so subscribers keep up with a burst
 
 
 class Actor:
@@ -125,6 +132,9 @@ class Actor:
         self._turn_ended = trio.Event()  # pulsed at the end of every turn
         self._mail_waiting = False
         self._repaired = False  # dangling turn from a crashed daemon checked
+        self._submit_lock = trio.Lock()  # queue rows and the in-memory queue in one order
+        self._results: dict[str, TurnResult] = {}  # the last few ended turns
+        self._waiters: dict[str, trio.Event] = {}
 
     # ------------------------------------------------------------ observation
 
@@ -153,15 +163,40 @@ class Actor:
     def new_turn_id(self) -> str:
         return f"{self.uuid[-8:]}-{uuidlib.uuid4().hex[:8]}"
 
-    def submit(self, text: str, *, mail_ids: list[int] | None = None) -> tuple[str, int]:
-        """Queue a prompt. Returns (turn id, position): 0 starts now, N waits behind N."""
-        position = self.queued + (1 if self.current_turn is not None else 0)
+    async def submit(self, text: str, *, mail_ids: list[int] | None = None) -> tuple[str, int]:
+        """Queue a prompt, committed to the store before this returns (with
+        ``mail_ids``, that mail is marked read in the same transaction).
+        Returns (turn id, position): 0 starts now, N waits behind N."""
         turn = self.new_turn_id()
-        self._queue.append(_Prompt(turn=turn, text=text, mail_ids=mail_ids or []))
-        self._wake.set()
+        async with self._submit_lock:
+            queued = await self.sup.db.enqueue_prompt(self.uuid, turn, text, mail_ids=mail_ids)
+            self.restore_prompt(turn, text, queued.id)
+        position = self.queued - 1 + (1 if self.current_turn is not None else 0)
         if position:
             self._publish(Queued(turn=turn, position=position), turn)
         return turn, position
+
+    def restore_prompt(self, turn: str, text: str, queue_id: int | None) -> None:
+        """Queue a prompt already stored (on restore, in the store's order)."""
+        self._queue.append(_Prompt(turn=turn, text=text, queue_id=queue_id))
+        self._wake.set()
+
+    async def wait_turn(self, turn: str) -> TurnResult | None:
+        """How ``turn`` ended; None if the agent ended first. Independent of
+        any subscriber, so a burst that makes subscribers lag cannot fail it."""
+        while turn not in self._results:
+            if not self.alive:
+                return None
+            event = self._waiters.setdefault(turn, trio.Event())
+            await event.wait()
+        return self._results[turn]
+
+    def ended(self) -> None:
+        """The agent was killed: wake every wait_turn."""
+        self.alive = False
+        for event in self._waiters.values():
+            event.set()
+        self._waiters.clear()
 
     def queue_switch(self, resolved: ResolvedModel) -> _Switch:
         cmd = _Switch(resolved=resolved)
@@ -220,13 +255,13 @@ class Actor:
         if not mail:
             self._mail_waiting = False
             return
-        await self.sup.db.mark_read(self.uuid, [m.id for m in mail])
-        self._mail_waiting = False
         lines = []
         for m in mail:
             sender = self.sup.label_of(m.from_uuid) if m.from_uuid else "a person"
             lines.append(f"[mail from {sender}]\n{m.body}")
-        self.submit("\n\n".join(lines), mail_ids=[m.id for m in mail])
+        # read and queued in one transaction: a crash in between loses nothing
+        await self.submit("\n\n".join(lines), mail_ids=[m.id for m in mail])
+        self._mail_waiting = False
 
     async def context(self) -> list[Message]:
         if self._context is None:
@@ -283,10 +318,17 @@ class Actor:
             self._turn_scope = scope
             try:
                 user = Message(role="user", content=[TextBlock(text=cmd.text)])
-                context = await self.context()  # loaded before the append, or it would hold the prompt twice
-                first_row = self.turn_first_row = await self.sup.db.append_user(self.uuid, user)
+                # shielded: a cancel that comes this early still finds the
+                # prompt in history (then marked interrupted), never lost
+                with trio.CancelScope(shield=True):
+                    context = await self.context()  # loaded before the append, or it would hold the prompt twice
+                    first_row = self.turn_first_row = await self.sup.db.start_turn(
+                        self.uuid, user, queue_id=cmd.queue_id, turn=turn
+                    )
                 context.append(user)
                 status, error = await self._steps(turn)
+                if status != "completed":  # a completed turn was closed with its last row
+                    await self.sup.db.end_turn(self.uuid)
             except Exception as exc:  # a bug in this turn must not end the agent or its siblings
                 crashed = True
                 message = f"internal error: {type(exc).__name__}: {exc}"
@@ -306,7 +348,21 @@ class Actor:
             last = self._context[-1]
             if last.role == "assistant":
                 reply = last.text
-        self.last_result = TurnResult(turn=turn, status=status, reply=reply, error=error)
+        self.last_result = result = TurnResult(
+            turn=turn,
+            status=status,
+            reply=reply,
+            error=error,
+            message=message,
+            usage=self._turn_usage,
+            cost_usd=self._turn_cost,
+        )
+        self._results[turn] = result
+        if len(self._results) > _KEEP_RESULTS:
+            del self._results[next(iter(self._results))]
+        waiter = self._waiters.pop(turn, None)
+        if waiter is not None:
+            waiter.set()
         self._set_state("idle")
         self._publish(
             TurnEnded(status=status, error=error, message=message, usage=self._turn_usage, cost_usd=self._turn_cost),
@@ -333,9 +389,9 @@ class Actor:
                 thinking_level=self.thinking_level,
                 provider_data=response.provider_data,
             )
-            await self.sup.db.append_assistant(self.uuid, msg, response)
-            (await self.context()).append(msg)
             calls = [b for b in response.blocks if isinstance(b, ToolCallBlock)]
+            await self.sup.db.append_assistant(self.uuid, msg, response, end_turn=not calls)
+            (await self.context()).append(msg)
             if not calls:
                 return "completed", None
             if step == cfg.max_tool_turns:
@@ -362,9 +418,10 @@ class Actor:
                     )
                 )
             tool_msg = Message(role="tool", content=list(results))
-            await self.sup.db.append_tool_results(self.uuid, tool_msg)
+            stop = self._stop_at_boundary
+            await self.sup.db.append_tool_results(self.uuid, tool_msg, end_turn=stop)
             (await self.context()).append(tool_msg)
-            if self._stop_at_boundary:
+            if stop:
                 return "cancelled", None
         return "tool_limit", None  # pragma: no cover - the loop returns on its last step
 
@@ -387,7 +444,7 @@ class Actor:
     async def _store_results(self, calls: list[ToolCallBlock], text: str) -> None:
         results = [ToolResultBlock(tool_call_id=c.id, content=text, is_error=True, name=c.name) for c in calls]
         msg = Message(role="tool", content=results)
-        await self.sup.db.append_tool_results(self.uuid, msg)
+        await self.sup.db.append_tool_results(self.uuid, msg, end_turn=True)
         (await self.context()).append(msg)
 
     def _request(self, model: str, provider: str, level: ThinkingLevel, history: list[Message]) -> Request:
@@ -424,9 +481,16 @@ class Actor:
                 acc = Accumulator(provider=provider_name)
                 provider = self.sup.pool.get(provider_name, model)
                 async with provider.stream(request) as events:
+                    burst = 0
                     async for event in events:
                         acc.feed(event)
                         self._publish(event, turn)
+                        burst += 1
+                        if burst == _PUBLISH_SLICE:
+                            # one network read can hold thousands of deltas:
+                            # let subscribers' forwarders run before their buffers fill
+                            burst = 0
+                            await trio.lowlevel.checkpoint()
                 if acc.error is None and acc.finish_reason is not None:
                     return acc.response(), None
                 error = acc.error or transport_error(

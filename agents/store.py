@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import trio
 
 from providers.types import Message, Response
-from store import AgentRecord, MailRecord, Store
+from store import AgentRecord, MailRecord, QueuedPrompt, Store
 
 T = TypeVar("T")
 
@@ -85,18 +85,32 @@ class AsyncStore:
     async def append_user(self, uuid: str, message: Message) -> int:
         return (await self.call(self.store.append_user, uuid, message)).id
 
-    async def append_assistant(self, uuid: str, message: Message, response: Response) -> int:
+    async def enqueue_prompt(
+        self, uuid: str, turn: str, text: str, *, mail_ids: list[int] | None = None
+    ) -> QueuedPrompt:
+        return await self.call(self.store.enqueue_prompt, uuid, turn, text, mail_ids=mail_ids or ())
+
+    async def start_turn(self, uuid: str, message: Message, *, queue_id: int | None, turn: str) -> int:
+        return (await self.call(self.store.start_turn, uuid, message, queue_id=queue_id, turn=turn)).id
+
+    async def end_turn(self, uuid: str) -> None:
+        await self.call(self.store.end_turn, uuid)
+
+    async def append_assistant(
+        self, uuid: str, message: Message, response: Response, *, end_turn: bool = False
+    ) -> int:
         rows = await self.call(
             self.store.append_assistant,
             uuid,
             message,
             usage=response.usage,
             finish_reason=response.finish_reason,
+            end_turn=end_turn,
         )
         return rows[0].id
 
-    async def append_tool_results(self, uuid: str, message: Message) -> int:
-        return (await self.call(self.store.append_tool_results, uuid, message)).id
+    async def append_tool_results(self, uuid: str, message: Message, *, end_turn: bool = False) -> int:
+        return (await self.call(self.store.append_tool_results, uuid, message, end_turn=end_turn)).id
 
     async def append_interrupted(self, uuid: str, turn_start: int) -> int:
         return (await self.call(self.store.mark_interrupted, uuid, turn_start)).id

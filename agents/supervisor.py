@@ -3,7 +3,7 @@
     async with trio.open_nursery() as nursery:
         sup = await nursery.start(Supervisor(db, pool, tools).run)
         agent = await sup.create(model="claude-sonnet-4-5/med", name="a")
-        turn, position = sup.prompt(agent.uuid, "hello")
+        turn, position = await sup.prompt(actor, "hello")
 
 A crash inside one actor is logged and recorded on that agent (its turn
 marked interrupted, an error event) and never ends the supervisor or other
@@ -29,6 +29,8 @@ from .store import AsyncStore
 from .tools import AgentOpError, ToolRegistry
 
 log = structlog.get_logger("ikigai.agents")
+
+_CUT_REASON = "the daemon stopped during this turn"
 
 
 class AgentError(Exception):
@@ -61,14 +63,34 @@ class Supervisor:
     async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            # what a killed daemon left: turns cut mid-way are marked
+            # interrupted, acknowledged prompts queue again in their order,
+            # unread mail is delivered
+            cut = await self.db.call(self.db.store.close_open_turns, _CUT_REASON)
+            queued: dict[str, list[Any]] = {}
+            for q in await self.db.call(self.db.store.queued_prompts):
+                queued.setdefault(q.agent_uuid, []).append(q)
+            unread = await self.db.call(self.db.store.agents_with_unread_mail)
             restored = 0
             for record in await self.db.list_agents(include_dead=True):
                 if record.alive:
-                    await self._start(record)
+                    actor = await self._start(record)
+                    for q in queued.get(record.uuid, ()):
+                        actor.restore_prompt(q.turn, q.text, q.id)
+                    if record.uuid in unread:
+                        actor.notify_mail()
                     restored += 1
                 else:
                     self.dead_count += 1
-            log.info("supervisor started", restored=restored)
+            for uuid, _start in cut:
+                if uuid in self.actors:
+                    self.actors[uuid].log.publish(Notice(text=_CUT_REASON + ": marked interrupted"))
+            log.info(
+                "supervisor started",
+                restored=restored,
+                interrupted=len(cut),
+                queued=sum(len(v) for v in queued.values()),
+            )
             task_status.started(self)
             await trio.sleep_forever()
 
@@ -157,7 +179,7 @@ class Supervisor:
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None
         actor = await self._start(record)
-        turn = actor.submit(prompt)[0] if prompt else None
+        turn = (await actor.submit(prompt))[0] if prompt else None
         return record, resolved, turn
 
     async def fork(
@@ -203,7 +225,7 @@ class Supervisor:
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None
         child_actor = await self._start(child)
-        turn = child_actor.submit(prompt)[0] if prompt else None
+        turn = (await child_actor.submit(prompt))[0] if prompt else None
         return child, resolved, turn
 
     async def kill(self, ref: str, *, reason: str = "killed") -> list[str]:
@@ -226,7 +248,7 @@ class Supervisor:
             actor = self.actors.pop(uuid, None)
             if actor is not None:
                 self.dead_count += 1
-                actor.alive = False
+                actor.ended()
                 actor.log.publish(AgentEnded(reason=reason))
                 actor.log.close()
             scope = self._scopes.pop(uuid, None)
@@ -235,10 +257,14 @@ class Supervisor:
         self._pulse()
         return doomed
 
-    def prompt(self, actor: Actor, text: str) -> tuple[str, int]:
+    async def prompt(self, actor: Actor, text: str) -> tuple[str, int]:
+        """Queue a prompt; committed when this returns. (turn id, position)."""
         if not text.strip():
             raise AgentError("the prompt is empty")
-        return actor.submit(text)
+        try:
+            return await actor.submit(text)
+        except StoreError as e:
+            raise AgentError(str(e)) from None
 
     async def switch_model(self, ref: str, spec: str, *, queue: bool = False) -> ResolvedModel:
         actor = await self.live(ref)

@@ -14,7 +14,6 @@ import httpx
 
 from agents import AgentError, Supervisor
 from agents.actor import Actor
-from agents.events import TurnEnded
 from providers.catalog import Catalog
 from providers.modelspec import ResolvedModel
 from providers.thinking import map_thinking
@@ -257,24 +256,18 @@ class Api:
 
     async def prompt(self, conn: Connection, params: P.Prompt) -> dict[str, Any]:
         actor = await self._actor(params.agent)
+        turn, position = await self._guard(self._submit, actor, params.text)
         if not params.wait:
-            turn, position = await self._guard(self._submit, actor, params.text)
             return {"turn": turn, "position": position}
-        sub = actor.log.subscribe(from_seq=actor.log.next_seq)
-        with sub:
-            turn, _ = await self._guard(self._submit, actor, params.text)
-            ended: TurnEnded | None = None
-            async for entry in sub:
-                if entry.turn == turn and isinstance(entry.event, TurnEnded):
-                    ended = entry.event
-                    break
+        # waits on the actor itself, not on a subscription: a burst that makes
+        # subscribers lag cannot fail a waiting request
+        ended = await actor.wait_turn(turn)
         if ended is None:
             raise p.RpcError(p.REFUSED, f"agent {actor.name} ended before the turn finished")
-        last = actor.last_result
         result = {
             "turn": turn,
             "status": ended.status,
-            "reply": last.reply if last and last.turn == turn else "",
+            "reply": ended.reply,
             "error": ended.error,
             "usage": _usage_dict(ended.usage),
             "cost_usd": ended.cost_usd,
@@ -284,7 +277,7 @@ class Api:
         return result
 
     async def _submit(self, actor: Actor, text: str) -> tuple[str, int]:
-        return self.sup.prompt(actor, text)
+        return await self.sup.prompt(actor, text)
 
     async def subscribe(self, conn: Connection, params: P.Subscribe) -> dict[str, Any]:
         actor = await self._actor(params.agent)

@@ -220,17 +220,17 @@ def run_turn(
     turn = started["turn"]  # type: ignore[index]
     if on_started is not None:
         on_started(started)
-    sid = sub["subscription"]  # type: ignore[index]
+    follow = Follow(uuid, sub["subscription"], turn)  # type: ignore[index]
     try:
-        ended = _follow(client, sid, turn, printer)
+        ended = _follow(client, follow, printer)
     except KeyboardInterrupt:
-        ended = interrupt(client, uuid, sid, turn, printer)
+        ended = interrupt(client, follow, printer)
         if ended is None:
             return EXIT_INTERRUPTED
         _finish(ended, printer)
         return EXIT_INTERRUPTED
     finally:
-        _unsubscribe(client, sid)
+        _unsubscribe(client, follow.sid)
     if ended is None:
         printer.note("[the agent ended before the turn did]")
         return EXIT_ERROR
@@ -242,24 +242,36 @@ def _finish(ended: dict, printer: EventPrinter) -> int:
     return printer.finish(ended, ended.get("cost_usd"))
 
 
-def interrupt(client: Client, uuid: str, sid: int, turn: str, printer: EventPrinter) -> dict | None:
+def interrupt(client: Client, follow: Follow, printer: EventPrinter) -> dict | None:
     """Ctrl+C during a turn: cancel it on the daemon, then show how it ended
     (up to 5 s; a second Ctrl+C stops waiting). None when we stopped waiting."""
     try:
         if not printer.json_mode:
             printer.note("^C: cancelling the turn (Ctrl+C again to leave at once)", YELLOW)
-        client.call(p.AGENT_CANCEL, {"agent": uuid})
-        return _follow(client, sid, turn, printer, timeout=5.0)
+        client.call(p.AGENT_CANCEL, {"agent": follow.agent})
+        return _follow(client, follow, printer, timeout=5.0)
     except KeyboardInterrupt:
         printer.abandoned = True
         return None
 
 
-def _follow(
-    client: Client, sid: int, turn: str, printer: EventPrinter, timeout: float | None = None
-) -> dict | None:
+class Follow:
+    """One turn being followed: its subscription (replaced when it lags) and
+    whether a gap lost some of its text (then printed from history at the end)."""
+
+    def __init__(self, agent: str, sid: int, turn: str) -> None:
+        self.agent = agent
+        self.sid = sid
+        self.turn = turn
+        self.printed: list[str] = []  # text deltas shown before any gap
+        self.gap = False
+
+
+def _follow(client: Client, follow: Follow, printer: EventPrinter, timeout: float | None = None) -> dict | None:
     """Print this turn's events until its turn_ended (returned); None if the
-    subscription ends or ``timeout`` passes."""
+    subscription ends or ``timeout`` passes. A subscription that lags is
+    resumed from where it stopped; text the daemon no longer keeps is printed
+    from history when the turn ends, so the answer appears whole, once."""
     import time
 
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -269,16 +281,59 @@ def _follow(
         if msg is None:
             return None
         params = msg.get("params") or {}
-        if params.get("subscription") != sid:
+        if params.get("subscription") != follow.sid:
             continue
         if msg.get("method") == p.SUBSCRIPTION_END:
             return None
-        if params.get("turn") != turn:
-            continue
-        printer.event(params)
         ev = params.get("event") or {}
+        if ev.get("type") == "lagged":
+            _resume(client, follow, ev)
+            continue
+        if params.get("turn") != follow.turn:
+            continue
+        if ev.get("type") == "text_delta":
+            if follow.gap:
+                continue  # its place in the answer is unknown: the end prints the rest
+            follow.printed.append(ev.get("text", ""))
+        if ev.get("type") == "turn_ended" and follow.gap:
+            _print_missing(client, follow, printer)
+        printer.event(params)
         if ev.get("type") == "turn_ended":
             return ev
+
+
+def _resume(client: Client, follow: Follow, ev: dict) -> None:
+    """Subscribe again from the first event missed (or the oldest still kept)."""
+    resume_from = int(ev.get("resume_from") or 1)
+    oldest = int(ev.get("oldest_kept") or resume_from)
+    if oldest > resume_from:
+        follow.gap = True
+    _unsubscribe(client, follow.sid)
+    sub = client.call(p.AGENT_SUBSCRIBE, {"agent": follow.agent, "from_seq": max(resume_from, oldest)})
+    follow.sid = sub["subscription"]  # type: ignore[index]
+
+
+def _print_missing(client: Client, follow: Follow, printer: EventPrinter) -> None:
+    """The turn's text that a gap kept from the screen, from history."""
+    rows = client.call(p.AGENT_HISTORY, {"agent": follow.agent, "limit": 1000})["messages"]  # type: ignore[index]
+    start = next(
+        (i for i, r in enumerate(rows) if r["kind"] == "user" and (r.get("data") or {}).get("turn") == follow.turn),
+        None,
+    )
+    if start is None:
+        printer.note("[fell behind, and this turn's text is no longer in reach; see `ikictl history`]")
+        return
+    turn_rows = []
+    for r in rows[start + 1 :]:
+        if r["kind"] == "user":
+            break  # the next turn's prompt
+        turn_rows.append(r)
+    whole = "".join(r["content"] for r in turn_rows if r["kind"] == "assistant")
+    shown = "".join(follow.printed)
+    rest = whole[len(shown) :] if whole.startswith(shown) else whole
+    if rest:
+        printer.event({"subscription": follow.sid, "agent": follow.agent, "turn": follow.turn,
+                       "event": {"type": "text_delta", "index": 0, "text": rest}})
 
 
 def _unsubscribe(client: Client, sid: int) -> None:

@@ -32,6 +32,7 @@ from ._types import (
     Entry,
     MailRecord,
     MessageRecord,
+    QueuedPrompt,
     UsageReport,
     UsageTotals,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "MessageRecord",
     "NameTaken",
     "NoSuchMark",
+    "QueuedPrompt",
     "SchemaDrift",
     "SchemaOutOfDate",
     "Store",

@@ -76,6 +76,9 @@ agents = sa.Table(
     sa.Column("status", sa.String(16), nullable=False),  # running | dead
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("ended_at", UTCDateTime(), nullable=True),
+    # the user row of the turn that is running; NULL when idle. A daemon killed
+    # mid-turn leaves it set, and the next start marks that turn interrupted.
+    sa.Column("turn_start", RowId, nullable=True),
     sa.Index("ix_agents_parent_uuid", "parent_uuid"),
     # a name is unique among live agents; dead ones keep theirs
     sa.Index(
@@ -125,6 +128,25 @@ mail = sa.Table(
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("read_at", UTCDateTime(), nullable=True),
     sa.Index("ix_mail_to_uuid_id", "to_uuid", "id"),
+    sqlite_autoincrement=True,
+)
+
+# Prompts acknowledged and not yet started: a row is written before the daemon
+# answers agent.prompt, and deleted in the transaction that writes the turn's
+# user row, so a prompt is always in exactly one of the two tables. A killed
+# agent's queue is kept, with dropped_at set.
+prompt_queue = sa.Table(
+    "prompt_queue",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("agent_uuid", sa.String(AGENT_ID_LEN), sa.ForeignKey("agents.uuid"), nullable=False),
+    sa.Column("turn", sa.String(64), nullable=False),
+    sa.Column("text", sa.Text(), nullable=False),
+    # the mail this prompt delivers (marked read in the same transaction)
+    sa.Column("mail_ids", JSONDoc, nullable=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("dropped_at", UTCDateTime(), nullable=True),
+    sa.Index("ix_prompt_queue_agent_uuid_id", "agent_uuid", "id"),
     sqlite_autoincrement=True,
 )
 

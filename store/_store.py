@@ -46,7 +46,8 @@ from ._errors import (
     StoreError,
 )
 from ._ids import uuid7
-from ._schema import agents, mail, messages
+from ._schema import agents, mail, messages, prompt_queue
+from ._turns import TurnsMixin, turn_closed
 from ._types import (
     APPENDABLE,
     KINDS,
@@ -74,7 +75,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class Store:
+class Store(TurnsMixin):
     """SQL history of every agent: SQLite file (default) or PostgreSQL.
 
     Synchronous and thread-safe: call it from trio with
@@ -309,6 +310,12 @@ class Store:
             conn.execute(
                 agents.update().where(agents.c.uuid == uuid).values(status="dead", ended_at=now)
             )
+            # prompts it will never run are kept, set aside
+            conn.execute(
+                prompt_queue.update()
+                .where(prompt_queue.c.agent_uuid == uuid, prompt_queue.c.dropped_at.is_(None))
+                .values(dropped_at=now)
+            )
             return _agent(self._agent_row(conn, uuid))
 
     def switch_model(
@@ -438,9 +445,12 @@ class Store:
             agent_uuid, [Entry(kind=kind, content=content, data=data, message=message)]
         )[0]
 
-    def append_many(self, agent_uuid: str, entries: Sequence[Entry]) -> list[MessageRecord]:
+    def append_many(
+        self, agent_uuid: str, entries: Sequence[Entry], *, end_turn: bool = False
+    ) -> list[MessageRecord]:
         """Append rows that land together or not at all (one transaction), e.g.
-        a whole batch of tool results. Returns every row written, in order."""
+        a whole batch of tool results. Returns every row written, in order.
+        ``end_turn``: these are the running turn's last rows (see _turns.py)."""
         if not entries:
             return []
         with self._write() as conn:
@@ -450,7 +460,13 @@ class Store:
             prepared: list[_Prepared] = []
             for e in entries:
                 prepared.extend(self._prepare(conn, agent_uuid, agent, e))
-            return self._insert(conn, agent_uuid, prepared)
+            written = self._insert(conn, agent_uuid, prepared)
+            if end_turn:
+                turn_closed(conn, agent_uuid)
+            return written
+
+    def _prepare_user(self, message: Message, data: dict[str, Any]) -> _Prepared:
+        return self._prepare_message(None, Entry(kind="user", message=message), "user", data)[0]
 
     def append_user(self, agent_uuid: str, message: Message) -> MessageRecord:
         return self.append(agent_uuid, "user", message=message)
@@ -463,6 +479,7 @@ class Store:
         usage: Usage | None = None,
         finish_reason: str | None = None,
         data: dict[str, Any] | None = None,
+        end_turn: bool = False,
     ) -> list[MessageRecord]:
         """The assistant row (provider, model, thinking level and text,
         finish_reason, usage in data) and one tool_call row per tool call."""
@@ -471,11 +488,15 @@ class Store:
             extra["usage"] = usage
         if finish_reason is not None:
             extra["finish_reason"] = finish_reason
-        return self.append_many(agent_uuid, [Entry(kind="assistant", data=extra, message=message)])
+        entry = Entry(kind="assistant", data=extra, message=message)
+        return self.append_many(agent_uuid, [entry], end_turn=end_turn)
 
-    def append_tool_results(self, agent_uuid: str, message: Message) -> MessageRecord:
+    def append_tool_results(
+        self, agent_uuid: str, message: Message, *, end_turn: bool = False
+    ) -> MessageRecord:
         """One tool_result row holding the tool-role Message with every result."""
-        return self.append(agent_uuid, "tool_result", message=message)
+        entry = Entry(kind="tool_result", message=message)
+        return self.append_many(agent_uuid, [entry], end_turn=end_turn)[0]
 
     def record_usage(
         self,
@@ -522,9 +543,10 @@ class Store:
     ) -> MessageRecord:
         """The turn whose first row is ``turn_start`` was cancelled: its rows
         (from turn_start up to this one) stay in history and leave the context."""
-        return self.append(
-            agent_uuid, "interrupted", reason or "", {"turn_start": turn_start, "reason": reason}
+        entry = Entry(
+            kind="interrupted", content=reason or "", data={"turn_start": turn_start, "reason": reason}
         )
+        return self.append_many(agent_uuid, [entry], end_turn=True)[0]
 
     def history(
         self,

@@ -64,6 +64,17 @@ class MessageRecord(msgspec.Struct, frozen=True, kw_only=True):
     created_at: datetime
 
 
+class QueuedPrompt(msgspec.Struct, frozen=True, kw_only=True):
+    """A prompt acknowledged and not yet started (see store/_turns.py)."""
+
+    id: int
+    agent_uuid: str
+    turn: str
+    text: str
+    mail_ids: list[int]
+    created_at: datetime
+
+
 class MailRecord(msgspec.Struct, frozen=True, kw_only=True):
     id: int
     from_uuid: str | None

@@ -75,7 +75,7 @@ class Harness:
         """Prompt and collect the agent's events until that turn ends."""
         actor = await self.sup.live(agent)
         sub = actor.log.subscribe(from_seq=actor.log.next_seq)
-        turn, _ = self.sup.prompt(actor, text)
+        turn, _ = await self.sup.prompt(actor, text)
         return await collect_turn(sub, turn, limit)
 
 

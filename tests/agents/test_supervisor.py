@@ -72,7 +72,7 @@ async def test_forking_a_busy_agent_forks_its_last_completed_message(harness):
     await harness.turn("a", "quick")
     actor = await sup.live("a")
     sub = actor.log.subscribe(from_seq=actor.log.next_seq)
-    turn, _ = sup.prompt(actor, "slow one")
+    turn, _ = await sup.prompt(actor, "slow one")
     async for e in sub:
         if isinstance(e.event, TextDelta):
             break
@@ -130,7 +130,7 @@ async def test_switch_refused_while_busy_unless_queued(harness):
     await sup.create(model=MODEL, name="a")
     actor = await sup.live("a")
     sub = actor.log.subscribe(from_seq=actor.log.next_seq)
-    turn, _ = sup.prompt(actor, "go")
+    turn, _ = await sup.prompt(actor, "go")
     from agents import AgentError
 
     try:
@@ -139,7 +139,7 @@ async def test_switch_refused_while_busy_unless_queued(harness):
     except AgentError as e:
         assert "running a turn" in str(e)
     await sup.switch_model("a", "gpt-4o", queue=True)
-    turn2, _ = sup.prompt(actor, "next")
+    turn2, _ = await sup.prompt(actor, "next")
     await collect_turn(sub, turn)
     sub2 = actor.log.subscribe(from_seq=actor.log.next_seq)
     await collect_turn(sub2, turn2)
@@ -166,7 +166,7 @@ async def test_send_and_wait_between_agents(harness):
     assert mail_turn[0].text.startswith("[mail from a (") and mail_turn[0].text.endswith("ping")
     # while b is still busy, a reply it mails to a waiting a is what the wait returns
     harness.fake.responder = lambda req: Reply(text="slow " * 50, pieces=50, delay=0.02)
-    sup.prompt(await sup.live("b"), "long job")
+    await sup.prompt(await sup.live("b"), "long job")
     got = []
 
     async def waiter():
@@ -187,7 +187,7 @@ async def test_wait_times_out_with_running_status(harness, virtual_clock):
     harness.fake.default = Reply(text="slow", delay=100)
     a, _, _ = await sup.create(model=MODEL, name="a")
     await sup.create(model=MODEL, name="b")
-    sup.prompt(await sup.live("b"), "take your time")
+    await sup.prompt(await sup.live("b"), "take your time")
     [r] = await sup.wait_for(a.uuid, ["b"], timeout=5)
     assert r["status"] == "running"
 
@@ -281,7 +281,7 @@ async def test_a_thousand_agents_stream_at_once_without_loss(harness):
             for uuid in uuids:
                 actor = sup.actors[uuid]
                 sub = actor.log.subscribe(from_seq=actor.log.next_seq)
-                turn, _ = sup.prompt(actor, "count")
+                turn, _ = await sup.prompt(actor, "count")
                 nursery.start_soon(watch, uuid, sub, turn)
     expected = "".join(f"<{i}>" for i in range(pieces))
     for uuid in uuids:
@@ -311,11 +311,11 @@ async def test_cancelling_a_waiter_never_kills_the_agent_it_waits_on(harness):
     harness.fake.responder = respond
     worker = await sup.live("worker")
     wsub = worker.log.subscribe(from_seq=worker.log.next_seq)
-    wturn, _ = sup.prompt(worker, "work slowly")
+    wturn, _ = await sup.prompt(worker, "work slowly")
     await sup.create(model=MODEL, name="boss")
     boss = await sup.live("boss")
     sub = boss.log.subscribe(from_seq=boss.log.next_seq)
-    sup.prompt(boss, "wait for the worker")
+    await sup.prompt(boss, "wait for the worker")
     from agents.events import ToolStarted
 
     events = []

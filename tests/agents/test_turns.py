@@ -165,9 +165,9 @@ async def test_prompts_queue_in_order_with_positions(harness):
     rec, _, _ = await sup.create(model=MODEL, name="q")
     actor = await sup.live("q")
     sub = actor.log.subscribe(from_seq=actor.log.next_seq)
-    _, p1 = sup.prompt(actor, "first")
-    _, p2 = sup.prompt(actor, "second")
-    t3, p3 = sup.prompt(actor, "third")
+    _, p1 = await sup.prompt(actor, "first")
+    _, p2 = await sup.prompt(actor, "second")
+    t3, p3 = await sup.prompt(actor, "third")
     assert (p1, p2, p3) == (0, 1, 2)
     from tests.agents.conftest import collect_turn
 
@@ -183,7 +183,7 @@ async def test_cancel_mid_stream_marks_interrupted_and_agent_stays_usable(harnes
     rec, _, _ = await sup.create(model=MODEL, name="c")
     actor = await sup.live("c")
     sub = actor.log.subscribe(from_seq=actor.log.next_seq)
-    sup.prompt(actor, "long one")
+    await sup.prompt(actor, "long one")
     events = []
     with trio.fail_after(10):
         async for e in sub:
@@ -208,7 +208,7 @@ async def test_cancel_mid_tool_kills_it_and_marks_interrupted(harness):
     rec, _, _ = await sup.create(model=MODEL, name="t")
     actor = await sup.live("t")
     sub = actor.log.subscribe(from_seq=actor.log.next_seq)
-    sup.prompt(actor, "wait a minute")
+    await sup.prompt(actor, "wait a minute")
     events = []
     with trio.fail_after(10):
         async for e in sub:
@@ -230,7 +230,7 @@ async def test_cancel_at_boundary_lets_the_tool_finish(harness):
     rec, _, _ = await sup.create(model=MODEL, name="b")
     actor = await sup.live("b")
     sub = actor.log.subscribe(from_seq=actor.log.next_seq)
-    sup.prompt(actor, "add")
+    await sup.prompt(actor, "add")
     events = []
     with trio.fail_after(10):
         async for e in sub:

@@ -80,7 +80,7 @@ async def actor_throughput(deltas: int) -> tuple[float, float]:
         for _ in range(3):
             sub = actor.log.subscribe(from_seq=actor.log.next_seq)
             t0 = time.perf_counter()
-            turn, _ = sup.prompt(actor, "go")
+            turn, _ = await sup.prompt(actor, "go")
             n = 0
             async for entry in sub:
                 n += 1

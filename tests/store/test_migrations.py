@@ -10,7 +10,7 @@ from providers.types import Message, TextBlock
 from store import SchemaDrift, SchemaOutOfDate, Store, display_url, migrate
 from store._schema import metadata
 
-TABLES = {"agents", "messages", "mail"}
+TABLES = {"agents", "messages", "mail", "prompt_queue"}
 
 
 def tables(url: str) -> set[str]:
@@ -126,13 +126,13 @@ def test_migrate_command_line(empty_db_url: str, capsys: pytest.CaptureFixture[s
     """What `ikigaid migrate` runs."""
     shown = display_url(empty_db_url)
     assert migrate.main(["--url", empty_db_url, "current"]) == 0
-    assert capsys.readouterr().out == f"{shown}: revision none (empty) (head is 0001)\n"
+    assert capsys.readouterr().out == f"{shown}: revision none (empty) (head is 0002)\n"
     assert migrate.main(["--url", empty_db_url]) == 0
-    assert capsys.readouterr().out == f"{shown}: revision 0001 (head)\n"
+    assert capsys.readouterr().out == f"{shown}: revision 0002 (head)\n"
     assert migrate.main(["--url", empty_db_url, "check"]) == 0
-    assert capsys.readouterr().out == f"{shown}: revision 0001 (head)\n"
+    assert capsys.readouterr().out == f"{shown}: revision 0002 (head)\n"
     assert migrate.main(["--url", empty_db_url, "downgrade", "base"]) == 0
-    assert capsys.readouterr().out == f"{shown}: revision none (empty) (head is 0001)\n"
+    assert capsys.readouterr().out == f"{shown}: revision none (empty) (head is 0002)\n"
     assert migrate.main(["--url", "postgresql://u:pw@/x?host=/nonexistent-ikigai-dir"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(

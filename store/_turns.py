@@ -1,0 +1,166 @@
+"""The durable prompt queue and turn boundaries.
+
+"Acknowledged" means committed: a prompt is a ``prompt_queue`` row before the
+daemon answers, and the transaction that starts its turn writes the user row,
+deletes the queue row and records the turn as open (``agents.turn_start``).
+Every way a turn ends clears the mark in the same transaction as its last
+row; a daemon killed mid-turn leaves it set, and ``close_open_turns`` marks
+that turn interrupted on the next start. So after any crash each prompt is in
+exactly one place (queued or in history) and no half turn is replayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+
+from providers.types import Message
+
+from ._errors import AgentNotFound, InvalidEntry
+from ._schema import agents, mail, prompt_queue
+from ._types import MessageRecord, QueuedPrompt
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Host(Protocol):
+    """What these methods need of the Store they are mixed into."""
+
+    def _write(self) -> AbstractContextManager[sa.Connection]: ...
+    def _read(self) -> AbstractContextManager[sa.Connection]: ...
+    def _agent_row(self, conn: sa.Connection, uuid: str) -> Any: ...
+    def _prepare_user(self, message: Message, data: dict[str, Any]) -> Any: ...
+    def _insert(self, conn: sa.Connection, agent_uuid: str, rows: Sequence[Any]) -> list[MessageRecord]: ...
+
+
+def _queued(r: Any) -> QueuedPrompt:
+    return QueuedPrompt(
+        id=r.id,
+        agent_uuid=r.agent_uuid,
+        turn=r.turn,
+        text=r.text,
+        mail_ids=list(r.mail_ids or []),
+        created_at=r.created_at,
+    )
+
+
+class TurnsMixin:
+    """Store methods for the queue and turn boundaries (see the module doc)."""
+
+    def enqueue_prompt(
+        self: _Host, agent_uuid: str, turn: str, text: str, *, mail_ids: Sequence[int] = ()
+    ) -> QueuedPrompt:
+        """Queue a prompt, committed when this returns. With ``mail_ids`` the
+        prompt delivers that mail: it is marked read in the same transaction,
+        so mail is never read without being queued, nor queued twice."""
+        with self._write() as conn:
+            row = self._agent_row(conn, agent_uuid)
+            if row.status == "dead":
+                raise InvalidEntry(f"agent {row.name} ({agent_uuid}) is dead: it takes no prompts")
+            now = _now()
+            ids = list(mail_ids)
+            if ids:
+                changed = conn.execute(
+                    mail.update()
+                    .where(mail.c.to_uuid == agent_uuid, mail.c.id.in_(ids), mail.c.read_at.is_(None))
+                    .values(read_at=now)
+                ).rowcount
+                if changed != len(ids):
+                    raise InvalidEntry(f"mail {ids} to agent {agent_uuid} is not all unread")
+            values = {
+                "agent_uuid": agent_uuid,
+                "turn": turn,
+                "text": text,
+                "mail_ids": ids or None,
+                "created_at": now,
+                "dropped_at": None,
+            }
+            new_id = conn.execute(prompt_queue.insert(), values).inserted_primary_key[0]  # type: ignore[index]
+        return QueuedPrompt(id=new_id, agent_uuid=agent_uuid, turn=turn, text=text, mail_ids=ids, created_at=now)
+
+    def queued_prompts(self: _Host, agent_uuid: str | None = None) -> list[QueuedPrompt]:
+        """Prompts acknowledged and not started (nor dropped), oldest first;
+        every live agent's when ``agent_uuid`` is None (one query, for restore)."""
+        q = prompt_queue.c
+        stmt = sa.select(prompt_queue).where(q.dropped_at.is_(None)).order_by(q.id)
+        if agent_uuid is not None:
+            stmt = stmt.where(q.agent_uuid == agent_uuid)
+        with self._read() as conn:
+            return [_queued(r) for r in conn.execute(stmt)]
+
+    def start_turn(
+        self: _Host, agent_uuid: str, message: Message, *, queue_id: int | None, turn: str
+    ) -> MessageRecord:
+        """The turn's user row, the queue row gone and the turn marked open: one transaction."""
+        with self._write() as conn:
+            self._agent_row(conn, agent_uuid)
+            if queue_id is not None:
+                gone = conn.execute(
+                    prompt_queue.delete().where(
+                        prompt_queue.c.id == queue_id,
+                        prompt_queue.c.agent_uuid == agent_uuid,
+                        prompt_queue.c.dropped_at.is_(None),
+                    )
+                ).rowcount
+                if gone != 1:
+                    raise InvalidEntry(f"queued prompt {queue_id} of agent {agent_uuid} is not pending")
+            record = self._insert(conn, agent_uuid, [self._prepare_user(message, {"turn": turn})])[0]
+            conn.execute(agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=record.id))
+        return record
+
+    def end_turn(self: _Host, agent_uuid: str) -> None:
+        """The running turn ended with no row of its own to write (an error)."""
+        with self._write() as conn:
+            conn.execute(agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=None))
+
+    def open_turns(self: _Host) -> list[tuple[str, int]]:
+        """(agent, first row) of every turn a killed daemon left running."""
+        with self._read() as conn:
+            rows = conn.execute(
+                sa.select(agents.c.uuid, agents.c.turn_start).where(agents.c.turn_start.is_not(None))
+            ).all()
+        return [(r.uuid, r.turn_start) for r in rows]
+
+    def close_open_turns(self: _Host, reason: str) -> list[tuple[str, int]]:
+        """Mark every turn a killed daemon left running interrupted (its rows
+        stay in history and leave the context, as after a cancel). Returns
+        (agent, first row) of each."""
+        closed = []
+        for agent_uuid, start in TurnsMixin.open_turns(self):  # type: ignore[arg-type]
+            with self._write() as conn:
+                data = {"turn_start": start, "reason": reason}
+                self._insert(conn, agent_uuid, [("interrupted", reason, data, None, None)])
+                conn.execute(
+                    agents.update()
+                    .where(agents.c.uuid == agent_uuid, agents.c.turn_start == start)
+                    .values(turn_start=None)
+                )
+            closed.append((agent_uuid, start))
+        return closed
+
+    def drop_queued(self: _Host, agent_uuid: str) -> int:
+        """Set aside the agent's pending prompts (it was killed): kept, never run."""
+        with self._write() as conn:
+            return conn.execute(
+                prompt_queue.update()
+                .where(prompt_queue.c.agent_uuid == agent_uuid, prompt_queue.c.dropped_at.is_(None))
+                .values(dropped_at=_now())
+            ).rowcount
+
+    def agents_with_unread_mail(self: _Host) -> set[str]:
+        with self._read() as conn:
+            rows = conn.execute(sa.select(mail.c.to_uuid).where(mail.c.read_at.is_(None)).distinct())
+            return {r[0] for r in rows}
+
+
+def turn_closed(conn: sa.Connection, agent_uuid: str) -> None:
+    """Clear the open-turn mark, inside the transaction writing the turn's last row."""
+    result = conn.execute(agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=None))
+    if result.rowcount != 1:
+        raise AgentNotFound(f"no agent has the id {agent_uuid!r}")

@@ -37,7 +37,7 @@ from providers.types import (
     ToolResultBlock,
     Usage,
 )
-from store import AgentRecord
+from store import AgentRecord, InvalidEntry
 
 from .context import for_provider
 from .eventlog import EventLog
@@ -260,7 +260,12 @@ class Actor:
             sender = self.sup.label_of(m.from_uuid) if m.from_uuid else "a person"
             lines.append(f"[mail from {sender}]\n{m.body}")
         # read and queued in one transaction: a crash in between loses nothing
-        await self.submit("\n\n".join(lines), mail_ids=[m.id for m in mail])
+        try:
+            await self.submit("\n\n".join(lines), mail_ids=[m.id for m in mail])
+        except InvalidEntry:
+            # a wait took some of it meanwhile: the flag is still up, read again
+            await trio.sleep(0.05)
+            return
         self._mail_waiting = False
 
     async def context(self) -> list[Message]:

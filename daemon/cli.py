@@ -66,6 +66,21 @@ def _detach(log_level: str | None) -> int:
     return _fail(f"the daemon did not answer on {paths.socket} within 15 s; see {paths.log_dir}")
 
 
+def _not_dumpable() -> None:
+    """Tools run as the same user: without this, a tool's `cat /proc/$PPID/environ`
+    (or reading the daemon's memory) would show the keys it holds. A process
+    that is not dumpable has those /proc files owned by root (as ssh-agent does)."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass  # no prctl: the sandbox issue is the real fix
+
+
 def _run(log_level: str | None) -> int:
     import trio
 
@@ -77,6 +92,7 @@ def _run(log_level: str | None) -> int:
     from .paths import resolve_paths
     from .service import AlreadyRunning, Daemon, StartupError
 
+    _not_dumpable()
     paths = resolve_paths()
     try:
         level = log_level or load_config(paths.config_file).log_level

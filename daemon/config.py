@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+import typing
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -21,6 +22,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from agents.tools import EnvRule, ToolEnv, is_env_name, provider_key_names
 from providers.catalog import Catalog, WireApi, default_catalog, load_catalog
 from providers.modelspec import ModelSpecError, parse_model_spec
 from providers.openai import DIALECT_FLAGS, compatible_provider
@@ -32,7 +34,9 @@ from .logs import register_secret
 __all__ = [
     "Config",
     "ConfigError",
+    "EnvSettings",
     "ProviderConfig",
+    "ToolsEnv",
     "ToolsPolicy",
     "api_overrides",
     "build_catalog",
@@ -40,6 +44,9 @@ __all__ = [
     "model_text",
     "parse_config",
     "settings_factory",
+    "text_fault",
+    "tool_env",
+    "undecodable_field",
 ]
 
 ThinkingLevel = Literal["none", "low", "med", "high"]
@@ -91,12 +98,29 @@ class ProviderConfig(_Strict):
         return [self.key_env] if isinstance(self.key_env, str) else list(self.key_env)
 
 
+class EnvSettings(_Strict):
+    """Environment variables tools get beyond the allowlist: ``pass`` names are
+    copied from the daemon's environment (when set there), ``set`` are set as
+    given."""
+
+    pass_: list[str] = msgspec.field(default_factory=list, name="pass")
+    set: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class ToolsEnv(EnvSettings):
+    """``tools.env``: for every tool, and ``per_tool`` for one tool by name."""
+
+    per_tool: dict[str, EnvSettings] = msgspec.field(default_factory=dict)
+
+
 class ToolsPolicy(_Strict):
     """Which tools agents get: ``enabled`` null means every tool; a list means
-    only those. ``disabled`` is taken away either way."""
+    only those. ``disabled`` is taken away either way. ``env``: what their
+    processes get beyond the allowlist."""
 
     enabled: list[str] | None = None
     disabled: list[str] = msgspec.field(default_factory=list)
+    env: ToolsEnv = msgspec.field(default_factory=ToolsEnv)
 
     def allows(self, name: str) -> bool:
         if name in self.disabled:
@@ -149,7 +173,9 @@ def parse_config(raw: bytes | str, path: Path | str = "config.json") -> Config:
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise ConfigError(f"{where}: not UTF-8 text (byte {e.start})") from None
+            field = undecodable_field(raw)
+            at = f"{where}: {field}" if field else where
+            raise ConfigError(f"{at}: not UTF-8 text (byte {e.start})") from None
     if not raw.strip():
         return Config()
     try:
@@ -158,10 +184,16 @@ def parse_config(raw: bytes | str, path: Path | str = "config.json") -> Config:
         raise ConfigError(
             f"{where}: line {e.lineno} column {e.colno}: not valid JSON: {e.msg}"
         ) from None
+    except RecursionError:
+        raise ConfigError(f"{where}: not valid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(
             f"{where}: expected a JSON object at the top, got {_type_words(_json_kind(data))}"
         )
+    fault = text_fault(data)
+    if fault is not None:
+        raise ConfigError(f"{where}: {fault}")
+    data = _tools_env_one_by_one(data, where)
 
     # Providers one by one, so a message can name the provider (msgspec writes
     # "[...]" for a dict key).
@@ -185,6 +217,102 @@ def parse_config(raw: bytes | str, path: Path | str = "config.json") -> Config:
     )
     _check(config, where)
     return config
+
+
+def _tools_env_one_by_one(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """tools.env with its per_tool entries converted one by one, so a message
+    can name the tool and the variable (msgspec writes "[...]" for a dict key)."""
+    tools = data.get("tools")
+    if not isinstance(tools, dict) or not isinstance(tools.get("env"), dict):
+        return data
+    env = tools["env"]
+    _check_set_values(env, where, "tools.env")
+    per_tool = env.get("per_tool")
+    if not isinstance(per_tool, dict):
+        return data
+    converted: dict[str, EnvSettings] = {}
+    for name, value in per_tool.items():
+        prefix = f"tools.env.per_tool.{name}"
+        if isinstance(value, dict):
+            _check_set_values(value, where, prefix)
+        converted[name] = _convert(value, EnvSettings, where, prefix)
+    return {**data, "tools": {**tools, "env": {**env, "per_tool": converted}}}
+
+
+def _check_set_values(rule: dict[str, Any], where: str, prefix: str) -> None:
+    values = rule.get("set")
+    if not isinstance(values, dict):
+        return
+    for name, value in values.items():
+        if not isinstance(value, str):
+            got = _type_words(_json_kind(value))
+            raise ConfigError(f"{where}: {prefix}.set.{name}: Expected str, got {got}")
+
+
+# ------------------------------------------------------------------ text
+
+
+def _surrogate(text: str) -> str | None:
+    """The first lone surrogate of ``text``, written as an escape, or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"\\u{ord(text[e.start]):04x}"
+    return None
+
+
+def _shown_key(key: str) -> str:
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _first_bad_text(data: object) -> tuple[str, str] | None:
+    """(field, lone surrogate) of the first key or string value, in document
+    order, that is not Unicode text. Iterative: JSON may nest as deep as the
+    parser allowed."""
+    stack: list[tuple[str, object]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            bad = _surrogate(value)
+            if bad is not None:
+                return path, bad
+        elif isinstance(value, dict):
+            items = []
+            for key, item in value.items():
+                sub = f"{path}.{_shown_key(key)}" if path else _shown_key(key)
+                bad = _surrogate(key)
+                if bad is not None:
+                    return sub, bad
+                items.append((sub, item))
+            stack.extend(reversed(items))
+        elif isinstance(value, list):
+            stack.extend(reversed([(f"{path}[{i}]", v) for i, v in enumerate(value)]))
+    return None
+
+
+def text_fault(data: object) -> str | None:
+    """'FIELD: a lone surrogate (\\ud800) is not Unicode text' for the first
+    key or value of decoded JSON ``data`` holding one (a JSON escape such as
+    "\\ud800" decodes to it), or None. The value itself is never quoted: it
+    may be a key. For config.json and credentials.json."""
+    found = _first_bad_text(data)
+    if found is None:
+        return None
+    field, bad = found
+    where = f"{field}: " if field else ""
+    return f"{where}a lone surrogate ({bad}) is not Unicode text"
+
+
+def undecodable_field(raw: bytes) -> str | None:
+    """The field whose text holds the first byte that is not UTF-8, when the
+    file is JSON apart from that; None otherwise. For config.json and
+    credentials.json."""
+    try:
+        data = json.loads(raw.decode("utf-8", "surrogateescape"))
+    except (ValueError, RecursionError):
+        return None
+    found = _first_bad_text(data)
+    return found[0] if found is not None and found[0] else None
 
 
 def _expand(folder: str, base: Path) -> str:
@@ -237,14 +365,16 @@ def _known_fields(type_: type[Any], sub: str) -> list[str]:
     """The field names of the struct at ``sub`` (a msgspec path below ``type_``)."""
     t: Any = type_
     for part in filter(None, sub.split(".")):
-        part = part.split("[")[0]
+        name, _, index = part.partition("[")
         hints = msgspec.structs.fields(t) if isinstance(t, type) else ()
-        nxt = next((f.type for f in hints if f.name == part), None)
+        nxt = next((f.type for f in hints if f.encode_name == name), None)
+        if index and typing.get_origin(nxt) is dict:
+            nxt = typing.get_args(nxt)[1]  # "per_tool[...]": an entry of the dict
         if not (isinstance(nxt, type) and issubclass(nxt, msgspec.Struct)):
             return []
         t = nxt
     if isinstance(t, type) and issubclass(t, msgspec.Struct):
-        return list(t.__struct_fields__)
+        return list(t.__struct_encode_fields__)
     return []
 
 
@@ -302,6 +432,46 @@ def _check(config: Config, where: str) -> None:
     _check_model(config.default_model, catalog, f"{where}: default_model")
     for i, text in enumerate(config.fallback_models):
         _check_model(text, catalog, f"{where}: fallback_models[{i}]")
+    _check_tools_env(config.tools.env, _key_names(catalog), where)
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _key_names(catalog: Catalog) -> frozenset[str]:
+    """Every provider key variable: the shipped catalog's and the config's."""
+    return provider_key_names() | {v for p in catalog.providers.values() for v in p.key_env}
+
+
+def _check_tools_env(env: ToolsEnv, keys: frozenset[str], where: str) -> None:
+    rules: list[tuple[str, EnvSettings]] = [("tools.env", env)]
+    for tool, rule in env.per_tool.items():
+        if not _TOOL_NAME.fullmatch(tool):
+            raise ConfigError(
+                f"{where}: tools.env.per_tool.{tool}: a tool name is 1-64 letters, digits, "
+                "'_' or '-'"
+            )
+        rules.append((f"tools.env.per_tool.{tool}", rule))
+    for prefix, rule in rules:
+        for i, name in enumerate(rule.pass_):
+            _check_env_name(name, keys, f"{where}: {prefix}.pass[{i}]")
+        for name, value in rule.set.items():
+            at = f"{where}: {prefix}.set.{name}"
+            _check_env_name(name, keys, at)
+            if "\0" in value:
+                raise ConfigError(f"{at}: a value may not hold a NUL character")
+
+
+def _check_env_name(name: str, keys: frozenset[str], at: str) -> None:
+    if not is_env_name(name):
+        raise ConfigError(
+            f"{at}: {name!r} is not a variable name (letters, digits and '_', "
+            "not starting with a digit)"
+        )
+    if name in keys:
+        raise ConfigError(f"{at}: {name} holds a provider's API key; tools never get it")
+    if name.startswith("IKIGAI_"):
+        raise ConfigError(f"{at}: {name} is one of ikigai's own variables; tools never get it")
 
 
 def _check_model(text: str, catalog: Catalog, at: str) -> None:
@@ -341,6 +511,30 @@ def build_catalog(config: Config) -> Catalog:
         if changes:
             catalog.add_provider(msgspec.structs.replace(entry, **changes))
     return catalog
+
+
+def tool_env(
+    config: Config,
+    env: Mapping[str, str] | None = None,
+    secrets: Callable[[], Iterable[str]] = tuple,
+    catalog: Catalog | None = None,
+) -> ToolEnv:
+    """How tool processes get their environment: the allowlist of ``env`` (the
+    daemon's; os.environ when None) plus the config's ``tools.env``, never a
+    provider key variable (the catalog's and the config's) nor a value among
+    ``secrets()`` (the configured keys, asked at every process start)."""
+    catalog = catalog if catalog is not None else build_catalog(config)
+    e = config.tools.env
+    return ToolEnv(
+        rule=EnvRule(passed=tuple(e.pass_), values=dict(e.set)),
+        per_tool={
+            name: EnvRule(passed=tuple(r.pass_), values=dict(r.set))
+            for name, r in e.per_tool.items()
+        },
+        key_names=_key_names(catalog),
+        secrets=secrets,
+        source=env,
+    )
 
 
 def model_text(config: Config, text: str | None = None) -> str:

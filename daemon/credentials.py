@@ -17,6 +17,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from .config import text_fault, undecodable_field
 from .logs import redact
 
 __all__ = ["CredentialsError", "load_credentials", "secret_values"]
@@ -58,7 +59,9 @@ def _parse(path: Path, raw: bytes) -> dict[str, str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise CredentialsError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        field = undecodable_field(raw)
+        where = f"{redact(field)}: " if field else ""
+        raise CredentialsError(f"{path}: {where}not UTF-8 text (byte {e.start})") from None
     if not text.strip():
         return {}
     try:
@@ -69,10 +72,15 @@ def _parse(path: Path, raw: bytes) -> dict[str, str]:
             f"{path}: line {e.lineno} column {e.colno}: not valid JSON ({e.msg}); "
             'write {"PROVIDER": "KEY", ...}'
         ) from None
+    except RecursionError:  # json.loads recurses: a hostile file must not end a reload
+        raise CredentialsError(f"{path}: not valid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise CredentialsError(
             f'{path}: expected a JSON object {{"PROVIDER": "KEY", ...}}, got {_kind(data)}'
         )
+    fault = text_fault(data)
+    if fault is not None:
+        raise CredentialsError(f"{path}: {redact(fault)}")
     out: dict[str, str] = {}
     for name, value in data.items():
         if not isinstance(value, str):

@@ -22,11 +22,19 @@ import structlog
 import trio
 
 from agents import AgentConfig, AsyncStore, ProviderPool, RetryPolicy, Supervisor
-from agents.tools import ToolRegistry, agent_tools, builtin_tools, discover_external_tools
+from agents.tools import (
+    Guard,
+    Protected,
+    ToolEnv,
+    ToolRegistry,
+    agent_tools,
+    builtin_tools,
+    discover_external_tools,
+)
 from store import Store, display_url
 
 from .api import Api, DaemonInfo
-from .config import Config, build_catalog, load_config, settings_factory
+from .config import Config, build_catalog, load_config, settings_factory, tool_env
 from .control import ControlServer
 from .credentials import load_credentials, secret_values
 from .logs import register_secrets
@@ -104,11 +112,15 @@ def sd_notify(message: str) -> bool:
     return True
 
 
+def _keys(config: Config, credentials: dict[str, str], env: dict[str, str]) -> list[str]:
+    key_env = [v for p in build_catalog(config).providers.values() for v in p.key_env]
+    return secret_values(credentials, env, key_env)
+
+
 def _load(paths: Paths, env: dict[str, str]) -> tuple[Config, dict[str, str]]:
     config = load_config(paths.config_file)
     credentials = load_credentials(paths.credentials_file)
-    key_env = [v for p in build_catalog(config).providers.values() for v in p.key_env]
-    register_secrets(secret_values(credentials, env, key_env))
+    register_secrets(_keys(config, credentials, env))
     return config, credentials
 
 
@@ -124,16 +136,18 @@ def _folders(config: Config) -> list[Path]:
     return [Path(f).expanduser() for f in config.tool_folders]
 
 
-async def _tools(config: Config) -> ToolRegistry:
+async def _tools(config: Config, env: ToolEnv, guard: Guard) -> ToolRegistry:
     specs = [*builtin_tools(), *agent_tools()]
     folders = _folders(config)
-    external, warnings = await discover_external_tools(folders, reserved=[s.name for s in specs])
+    external, warnings = await discover_external_tools(
+        folders, reserved=[s.name for s in specs], env=env
+    )
     for w in warnings:
         log.warning("external tool skipped", reason=w)
     specs.extend(external)
     enabled = set(config.tools.enabled) if config.tools.enabled is not None else None
     disabled = set(config.tools.disabled)
-    reg = ToolRegistry()
+    reg = ToolRegistry(env=env, guard=guard)
     for spec in specs:
         if (enabled is None or spec.name in enabled) and spec.name not in disabled:
             reg.register(spec)
@@ -152,6 +166,7 @@ class Daemon:
         self.server: ControlServer | None = None
         self.config: Config | None = None
         self.info: DaemonInfo | None = None
+        self.keys: list[str] = []  # the configured API keys: no tool process gets one
 
     def request_shutdown(self) -> None:
         self._stopping.set()
@@ -163,6 +178,7 @@ class Daemon:
             log.error("reload refused; keeping the running config", reason=str(e))
             return
         catalog = build_catalog(config)
+        self.keys = _keys(config, credentials, self.env)
         assert self.pool is not None and self.sup is not None
         self.pool.reset(settings_factory(config, credentials, self.env, catalog))
         self.config = config
@@ -180,13 +196,19 @@ class Daemon:
         config, credentials = _load(self.paths, self.env)
         self.config = config
         catalog = build_catalog(config)
+        self.keys = _keys(config, credentials, self.env)
         settings = settings_factory(config, credentials, self.env, catalog)
         url = self.env.get("IKIGAI_DB_URL") or config.database_url or self.paths.db_url
         store = await trio.to_thread.run_sync(Store, url)
         listener = activated_socket() or bind_socket(self.paths.socket)
         try:
             self.pool = ProviderPool(catalog=catalog, settings=settings)
-            tools = await _tools(config)
+            # tools never see a key: not in their environment, not through the file tools
+            tools = await _tools(
+                config,
+                tool_env(config, self.env, lambda: self.keys, catalog),
+                Guard([Protected(self.paths.credentials_file)]),
+            )
             agent_config = AgentConfig(
                 max_tool_turns=config.max_tool_turns,
                 max_output_tokens=config.max_output_tokens,

@@ -1,8 +1,12 @@
 """Tools: JSON-Schema definitions with async handlers, and the registry that
 runs the model's tool calls.
 
-    registry = ToolRegistry([*builtin_tools(), *agent_tools()])
-    specs, warnings = await discover_external_tools(folders, reserved=registry.names())
+    env = ToolEnv(rule=EnvRule(passed=("AWS_PROFILE",)), secrets=lambda: keys)
+    guard = Guard([Protected(credentials_file)])
+    registry = ToolRegistry([*builtin_tools(), *agent_tools()], env=env, guard=guard)
+    specs, warnings = await discover_external_tools(
+        folders, reserved=registry.names(), env=env
+    )
     for spec in specs:
         registry.register(spec)
     request = Request(..., tools=registry.definitions())
@@ -11,20 +15,31 @@ runs the model's tool calls.
 ``run`` and ``run_all`` never raise to the turn loop (cancellation excepted):
 every failure is a ToolResultBlock with is_error set and a message for the
 model.
+
+Tool processes get an environment built by ``ToolEnv`` from an allowlist (no
+API key, no IKIGAI_* variable of the daemon's); the file tools refuse the
+files of ``Guard`` (credentials.json). Bash can still read what the daemon's
+user can read: that needs a sandbox.
 """
 
 from ._agents import agent_tools
 from ._api import AgentOpError, AgentOps, Handler, ToolContext, ToolOutput, ToolSpec
 from ._builtin import builtin_tools
+from ._env import EnvRule, ToolEnv, is_env_name, provider_key_names
 from ._external import discover_external_tools, external_tool
+from ._guard import Guard, Protected
 from ._registry import ToolRegistry
 from ._validate import validate
 
 __all__ = [
     "AgentOpError",
     "AgentOps",
+    "EnvRule",
+    "Guard",
     "Handler",
+    "Protected",
     "ToolContext",
+    "ToolEnv",
     "ToolOutput",
     "ToolRegistry",
     "ToolSpec",
@@ -32,5 +47,7 @@ __all__ = [
     "builtin_tools",
     "discover_external_tools",
     "external_tool",
+    "is_env_name",
+    "provider_key_names",
     "validate",
 ]

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ._env import ToolEnv
+from ._guard import Guard
+
 
 @dataclass(frozen=True)
 class ToolOutput:
@@ -58,6 +61,19 @@ class ToolContext:
     cwd: Path
     ops: AgentOps | None = None  # None where agent tools are not offered
     env: dict[str, str] = field(default_factory=dict)  # extra environment for processes
+    # How processes get their environment, and which files the file tools refuse.
+    # None: the registry's (ToolRegistry fills them in), else the safe defaults.
+    tool_env: ToolEnv | None = None
+    guard: Guard | None = None
+
+    def process_env(self, tool: str) -> dict[str, str]:
+        """The environment of a process run by ``tool`` for this agent."""
+        extra = {"IKIGAI_AGENT_UUID": self.agent_uuid, **self.env}
+        return (self.tool_env or ToolEnv()).build(tool, extra)
+
+    @property
+    def files(self) -> Guard:
+        return self.guard if self.guard is not None else Guard()
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutput]]

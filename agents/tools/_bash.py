@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ._api import ToolContext, ToolOutput, ToolSpec
-from ._process import KILL_GRACE, process_env, run_captured
+from ._process import KILL_GRACE, run_captured
 from ._text import seconds
 
 __all__ = ["bash_tool"]
@@ -28,7 +28,7 @@ def bash_tool(*, timeout: float = 120.0, max_output: int = 64 * 1024) -> ToolSpe
         command: str = args["command"]
         wanted = args.get("timeout")
         limit_s = timeout if wanted is None else min(float(wanted), timeout)
-        env = process_env({"IKIGAI_AGENT_UUID": ctx.agent_uuid, **ctx.env})
+        env = ctx.process_env("bash")
         try:
             done = await run_captured(
                 ["bash", "-c", command], cwd=ctx.cwd, env=env, limit=limit, time_limit=limit_s

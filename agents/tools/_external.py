@@ -14,6 +14,11 @@ agent's extra environment set, and prints one JSON value on stdout: either
 ``{"content": "...", "is_error": false}`` or any other JSON value, whose text
 is then the content. A non-zero exit or output that is not JSON is an error
 result carrying the tail of stderr.
+
+Whatever a tool prints is hostile input: output that is not UTF-8, not JSON,
+or nested deeper than 100 levels is an error result saying so; a lone
+surrogate (``"\\ud800"``) becomes U+FFFD. Tools run, and answer --schema, with
+the environment of ``ToolEnv`` (no API keys), never a copy of the daemon's.
 """
 
 from __future__ import annotations
@@ -29,18 +34,54 @@ from typing import Any
 import trio
 
 from ._api import ToolContext, ToolOutput, ToolSpec
-from ._process import Completed, process_env, run_captured
-from ._text import clip, seconds
+from ._env import ToolEnv
+from ._process import Completed, run_captured
+from ._text import clean, clip, seconds
 
 __all__ = ["discover_external_tools", "external_tool"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _STDERR_TAIL = 4096
 _DISCOVERY_CONCURRENCY = 8
+MAX_DEPTH = 100  # levels of JSON nesting accepted from a tool
 
 
 class _Refused(Exception):
     pass
+
+
+class _BadJson(Exception):
+    """What is wrong with a tool's JSON, for a message naming the tool."""
+
+
+def _parse_json(raw: bytes) -> Any:
+    """A tool's JSON output, with every lone surrogate replaced by U+FFFD.
+    Raises _BadJson naming what is wrong."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _BadJson(f"output that is not UTF-8 text (byte {exc.start})") from None
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise _BadJson(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise _BadJson(f"invalid JSON ({clip(str(exc), 300)})") from None
+    return _cleaned(value, 0)
+
+
+def _cleaned(value: Any, depth: int) -> Any:
+    """``depth``: the arrays and objects around ``value``. Recursion is bounded:
+    it stops at MAX_DEPTH, far below Python's limit."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, list | dict) and depth >= MAX_DEPTH:
+        raise _BadJson(f"JSON nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, list):
+        return [_cleaned(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {clean(k): _cleaned(v, depth + 1) for k, v in value.items()}
+    return value
 
 
 def _list_executables(folders: Sequence[Path]) -> tuple[list[Path], list[str]]:
@@ -87,14 +128,20 @@ def _stderr_tail(done: Completed) -> str:
 
 
 async def _describe(
-    exe: Path, *, tool_timeout: float, schema_timeout: float, schema_limit: int
+    exe: Path,
+    *,
+    tool_timeout: float,
+    schema_timeout: float,
+    schema_limit: int,
+    tool_env: ToolEnv | None = None,
 ) -> dict[str, Any]:
     """Ask ``exe --schema``; return the fields of a ToolSpec or raise _Refused."""
+    default_name = exe.name.split(".", 1)[0] or exe.name
     try:
         done = await run_captured(
             [str(exe), "--schema"],
             cwd=exe.parent,
-            env=dict(os.environ),
+            env=(tool_env or ToolEnv()).build(default_name),
             merge_stderr=False,
             limit=schema_limit,
             stderr_limit=1024,
@@ -110,13 +157,16 @@ async def _describe(
     if done.stdout.overflowed:
         raise _Refused(f"--schema printed more than {schema_limit} bytes")
     try:
-        schema = json.loads(done.stdout.bytes())
-    except ValueError as exc:
-        raise _Refused(f"--schema did not print JSON ({exc})") from None
+        schema = _parse_json(done.stdout.bytes())
+    except _BadJson as exc:
+        what = str(exc)
+        if what.startswith("invalid JSON "):
+            raise _Refused(f"--schema did not print JSON {what.removeprefix('invalid JSON ')}") from None
+        raise _Refused(f"--schema printed {what}") from None
     if not isinstance(schema, dict):
         raise _Refused("--schema must print a JSON object")
 
-    name = schema.get("name", exe.name.split(".", 1)[0] or exe.name)
+    name = schema.get("name", default_name)
     if not isinstance(name, str) or not _NAME.match(name):
         raise _Refused(f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'")
     description = schema.get("description", "")
@@ -145,13 +195,14 @@ def external_tool(
     stdout_limit = 4 * max_output + 64 * 1024  # JSON escaping makes text longer
 
     async def run_external(args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        env = process_env({"IKIGAI_AGENT_UUID": ctx.agent_uuid, **ctx.env})
+        env = ctx.process_env(name)
         # the registry applies the timeout; a cancel ends the process group
         done = await run_captured(
             [str(exe)],
             cwd=ctx.cwd,
             env=env,
-            stdin=json.dumps(args, ensure_ascii=False).encode("utf-8"),
+            # the model's arguments may hold lone surrogates; the tool gets UTF-8
+            stdin=clean(json.dumps(args, ensure_ascii=False)).encode("utf-8"),
             merge_stderr=False,
             limit=stdout_limit,
             stderr_limit=_STDERR_TAIL,
@@ -170,10 +221,10 @@ def external_tool(
             )
         raw = done.stdout.bytes()
         try:
-            value = json.loads(raw)
-        except ValueError as exc:
+            value = _parse_json(raw)
+        except _BadJson as exc:
             shown = clip(raw.decode("utf-8", errors="replace").strip(), 500)
-            what = f"invalid JSON ({exc}): {shown!r}" if shown else "nothing"
+            what = f"{exc}: {shown!r}" if shown else "nothing"
             return ToolOutput(f"tool {name} printed {what}{_stderr_tail(done)}", is_error=True)
         return _as_output(value)
 
@@ -207,6 +258,7 @@ async def discover_external_tools(
     schema_timeout: float = 5.0,
     schema_limit: int = 256 * 1024,
     reserved: Iterable[str] = (),
+    env: ToolEnv | None = None,
 ) -> tuple[list[ToolSpec], list[str]]:
     """Find the external tools in ``folders``: every executable file (hidden
     files excepted) is asked ``--schema``, all at once, each within
@@ -217,7 +269,8 @@ async def discover_external_tools(
     per file that could not describe itself or whose name is taken - by an
     earlier file or by one of ``reserved`` (e.g. the built-in tools). A bad
     tool is skipped; it never breaks discovery. Folders that do not exist are
-    skipped quietly.
+    skipped quietly. ``env`` builds the environment of ``--schema`` (the
+    running tools get theirs from the ToolContext, as every tool does).
     """
     exes, warnings = await trio.to_thread.run_sync(_list_executables, [Path(f) for f in folders])
     described: list[dict[str, Any] | str | None] = [None] * len(exes)
@@ -231,6 +284,7 @@ async def discover_external_tools(
                     tool_timeout=timeout,
                     schema_timeout=schema_timeout,
                     schema_limit=schema_limit,
+                    tool_env=env,
                 )
             except _Refused as exc:
                 described[i] = f"{exe}: {exc}; skipped"

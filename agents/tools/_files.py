@@ -16,6 +16,7 @@ from ._fs import (
     resolve,
     show,
 )
+from ._guard import Look
 from ._text import plural
 
 __all__ = ["file_edit_tool", "file_read_tool", "file_write_tool"]
@@ -36,7 +37,10 @@ def _check_file(path: Path, shown: str) -> None:
 # ---------------------------------------------------------------- file_read
 
 
-def _read_lines(path: Path, shown: str, offset: int, limit: int, budget: int) -> ToolOutput:
+def _read_lines(
+    look: Look, path: Path, shown: str, offset: int, limit: int, budget: int
+) -> ToolOutput:
+    look.check(path, shown)
     _check_file(path, shown)
     out: list[str] = []
     used = 0
@@ -44,6 +48,7 @@ def _read_lines(path: Path, shown: str, offset: int, limit: int, budget: int) ->
     last = offset - 1  # the last line shown
     budget_hit = False
     with open(path, "rb") as f:
+        look.check_opened(f.fileno(), shown)  # the path may have changed since the check
         head = f.read(8192)
         if looks_binary(head):
             size = path.stat().st_size
@@ -89,7 +94,10 @@ def file_read_tool(*, max_output: int = 64 * 1024) -> ToolSpec:
         offset = int(args.get("offset", 1))
         limit = int(args.get("limit", DEFAULT_LINES))
         shown = show(ctx, path)
-        return await in_thread(lambda _stop: _read_lines(path, shown, offset, limit, budget))
+        guard = ctx.files
+        return await in_thread(
+            lambda _stop: _read_lines(guard.look(), path, shown, offset, limit, budget)
+        )
 
     return ToolSpec(
         name="file_read",
@@ -132,7 +140,13 @@ def file_write_tool() -> ToolSpec:
         path = resolve(ctx, args["path"])
         data = args["content"].encode("utf-8")
         shown = show(ctx, path)
-        existed = await in_thread_to_end(lambda: atomic_write(path, data, shown))
+        guard = ctx.files
+
+        def write() -> bool:
+            guard.check(path, shown, "write")
+            return atomic_write(path, data, shown)
+
+        existed = await in_thread_to_end(write)
         verb = "replaced" if existed else "created"
         return ToolOutput(f"wrote {plural(len(data), 'byte')} to {shown} ({verb})")
 
@@ -160,9 +174,12 @@ def file_write_tool() -> ToolSpec:
 # ---------------------------------------------------------------- file_edit
 
 
-def _edit(path: Path, shown: str, old: str, new: str, replace_all: bool) -> int:
+def _edit(look: Look, path: Path, shown: str, old: str, new: str, replace_all: bool) -> int:
+    look.check(path, shown)
     _check_file(path, shown)
-    raw = path.read_bytes()
+    with open(path, "rb") as f:
+        look.check_opened(f.fileno(), shown)
+        raw = f.read()
     if looks_binary(raw):
         raise ToolFailure(f"{shown} is a binary file; file_edit changes text files only")
     try:
@@ -194,7 +211,10 @@ def file_edit_tool() -> ToolSpec:
         shown = show(ctx, path)
         if old == new:
             raise ToolFailure("old_string and new_string are the same; nothing to change")
-        count = await in_thread_to_end(lambda: _edit(path, shown, old, new, replace_all))
+        guard = ctx.files
+        count = await in_thread_to_end(
+            lambda: _edit(guard.look(), path, shown, old, new, replace_all)
+        )
         return ToolOutput(f"replaced {plural(count, 'occurrence')} in {shown}")
 
     return ToolSpec(

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import trio
 
 from ._api import ToolContext, ToolOutput
+from ._guard import ToolFailure
 
 T = TypeVar("T")
 
@@ -36,10 +37,6 @@ SKIP_DIRS = frozenset(
 )
 
 _SNIFF = 8192
-
-
-class ToolFailure(Exception):
-    """A failure whose message is the whole answer to the model (no type name)."""
 
 
 _Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutput]]

@@ -26,7 +26,9 @@ from pathlib import Path
 
 import trio
 
-__all__ = ["Capture", "Completed", "end_group", "group_alive", "run_captured"]
+from ._env import ToolEnv
+
+__all__ = ["Capture", "Completed", "end_group", "group_alive", "process_env", "run_captured"]
 
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 _LINGER = 1.0  # seconds to wait for the output to close after the command exited
@@ -84,10 +86,11 @@ class Completed:
     lingering: bool = False  # processes it left behind held the output open; they were ended
 
 
-def process_env(extra: Mapping[str, str]) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(extra)
-    return env
+def process_env(
+    extra: Mapping[str, str], tool_env: ToolEnv | None = None, tool: str = ""
+) -> dict[str, str]:
+    """The environment of a tool's process: never a copy of the daemon's (see _env)."""
+    return (tool_env or ToolEnv()).build(tool, extra)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -5,10 +5,17 @@ that are not a JSON object or do not fit the schema, a handler that raises, a
 handler that overruns its timeout - each becomes an error result the model can
 read and act on. Only ``trio.Cancelled`` goes through: a cancelled turn cancels
 its tools (and the tools clean up, e.g. bash kills its process group).
+
+Every result's text is valid Unicode (lone surrogates become U+FFFD) and at
+most the tool's ``max_output`` characters, whatever the tool printed. The
+registry also hands every tool the daemon's ``ToolEnv`` (the environment of
+processes: no API keys) and ``Guard`` (files the file tools refuse) through
+the ToolContext.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -18,7 +25,9 @@ import trio
 from providers.types import Tool, ToolCallBlock, ToolResultBlock
 
 from ._api import ToolContext, ToolOutput, ToolSpec
-from ._text import clip, cut_middle, seconds
+from ._env import ToolEnv
+from ._guard import Guard
+from ._text import clean, clip, cut_middle, seconds
 from ._validate import validate
 
 __all__ = ["ToolRegistry"]
@@ -30,13 +39,25 @@ log = structlog.get_logger(__name__)
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 _RAW_QUOTE_LIMIT = 200
+_NAME_QUOTE_LIMIT = 100
+_NO_SPEC_LIMIT = 8 * 1024  # characters of an answer about a tool that is not registered
 
 
 class ToolRegistry:
     """Tools by name. Register them once, then hand ``definitions()`` to the
     provider and every tool call of a response to ``run`` or ``run_all``."""
 
-    def __init__(self, specs: Iterable[ToolSpec] = ()) -> None:
+    def __init__(
+        self,
+        specs: Iterable[ToolSpec] = (),
+        *,
+        env: ToolEnv | None = None,
+        guard: Guard | None = None,
+    ) -> None:
+        """``env`` and ``guard`` go to every tool whose ToolContext has none
+        (the daemon builds them from its config and paths)."""
+        self.env = env
+        self.guard = guard
         self._specs: dict[str, ToolSpec] = {}
         for spec in specs:
             self.register(spec)
@@ -88,14 +109,22 @@ class ToolRegistry:
     async def run(self, call: ToolCallBlock, ctx: ToolContext) -> ToolResultBlock:
         """Run one tool call; every failure is an error result. Raises only
         ``trio.Cancelled`` (when the caller is cancelled)."""
+        if (ctx.tool_env is None and self.env is not None) or (
+            ctx.guard is None and self.guard is not None
+        ):
+            ctx = dataclasses.replace(
+                ctx, tool_env=ctx.tool_env or self.env, guard=ctx.guard or self.guard
+            )
         output = await self._run(call, ctx)
         spec = self._specs.get(call.name)
-        if spec is not None:
-            content = cut_middle(output.content, spec.max_output)
-        else:
-            content = output.content
+        limit = spec.max_output if spec is not None else _NO_SPEC_LIMIT
+        content = output.content if isinstance(output.content, str) else str(output.content)
+        content = cut_middle(clean(content), limit)
         return ToolResultBlock(
-            tool_call_id=call.id, content=content, is_error=output.is_error, name=call.name
+            tool_call_id=call.id,
+            content=content,
+            is_error=bool(output.is_error),
+            name=call.name,
         )
 
     async def run_all(
@@ -124,7 +153,8 @@ class ToolRegistry:
         if spec is None:
             available = ", ".join(self.names()) or "none"
             return ToolOutput(
-                f"unknown tool {call.name!r}; the tools available are: {available}",
+                f"unknown tool {clip(call.name, _NAME_QUOTE_LIMIT)!r}; "
+                f"the tools available are: {available}",
                 is_error=True,
             )
         if call.raw_arguments is not None:
@@ -134,7 +164,10 @@ class ToolRegistry:
                 is_error=True,
             )
         args = call.arguments
-        problems = validate(spec.parameters, args)
+        try:
+            problems = validate(spec.parameters, args)
+        except RecursionError:
+            problems = ["nested too deeply to check"]
         if problems:
             return ToolOutput(
                 f"invalid arguments for tool {call.name!r}: " + "; ".join(problems),

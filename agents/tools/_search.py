@@ -11,6 +11,7 @@ from typing import Any
 
 from ._api import ToolContext, ToolOutput, ToolSpec
 from ._fs import SKIP_DIRS, ToolFailure, failures_as_errors, in_thread, looks_binary, resolve, show
+from ._guard import Look, refusal
 from ._text import plural
 
 __all__ = ["glob_tool", "grep_tool"]
@@ -32,7 +33,32 @@ def _folder(ctx: ToolContext, path: str | None) -> tuple[Path, str]:
 # ---------------------------------------------------------------- glob
 
 
-def _glob(ctx: ToolContext, base: Path, shown: str, pattern: str, stop: threading.Event) -> str:
+def _left_out(ctx: ToolContext, refused: list[tuple[Path, str]]) -> list[str]:
+    """Notes for the protected files a search passed over (named: the model
+    should know why a file it expected is missing)."""
+    notes = [f"[left out {show(ctx, p)}, which {why}; tools may not read it]" for p, why in refused[:5]]
+    if len(refused) > 5:
+        notes.append(f"[and {len(refused) - 5} more such files]")
+    return notes
+
+
+def _protected(look: Look, path: Path, st: os.stat_result | None) -> str | None:
+    """The reason ``path`` (found by a search; ``st`` its status through any
+    link) is refused. Only links and /proc need the full path check: an
+    ordinary file is known by its (device, inode)."""
+    if st is not None:
+        why = look.reason_of(st)
+        if why is not None:
+            return why
+    if path.is_symlink() or path.parts[1:2] == ("proc",):
+        return look.reason(path)
+    return None
+
+
+def _glob(
+    ctx: ToolContext, look: Look, base: Path, shown: str, pattern: str, stop: threading.Event
+) -> str:
+    look.check(base, shown)
     if not base.is_dir():
         raise ToolFailure(f"{shown} is not a folder")
     if Path(pattern).is_absolute():
@@ -40,6 +66,7 @@ def _glob(ctx: ToolContext, base: Path, shown: str, pattern: str, stop: threadin
     # skipped folders are skipped unless the pattern names them
     skip = {d for d in SKIP_DIRS if d not in pattern}
     found: list[tuple[float, str, Path]] = []
+    refused: list[tuple[Path, str]] = []
     try:
         for p in base.glob(pattern):
             if stop.is_set():
@@ -51,11 +78,20 @@ def _glob(ctx: ToolContext, base: Path, shown: str, pattern: str, stop: threadin
                 mtime = p.lstat().st_mtime
             except OSError:
                 continue
+            try:
+                st: os.stat_result | None = p.stat()
+            except OSError:
+                st = None
+            why = _protected(look, p, st)
+            if why is not None:
+                refused.append((p, why))
+                continue
             found.append((mtime, str(p), p))
     except ValueError as exc:  # e.g. "Invalid pattern: '**' can only be an entire path component"
         raise ToolFailure(f"invalid glob pattern {pattern!r}: {exc}") from None
+    notes = _left_out(ctx, refused)
     if not found:
-        return f"no paths match {pattern!r} in {shown}"
+        return "\n".join([f"no paths match {pattern!r} in {shown}", *notes])
     found.sort(key=lambda t: (-t[0], t[1]))
     lines = [show(ctx, p) + ("/" if p.is_dir() else "") for _, _, p in found[:GLOB_LIMIT]]
     if len(found) > GLOB_LIMIT:
@@ -63,7 +99,7 @@ def _glob(ctx: ToolContext, base: Path, shown: str, pattern: str, stop: threadin
             f"[showing the {GLOB_LIMIT} most recently modified of {len(found)} matches; "
             "narrow the pattern or the path]"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + notes)
 
 
 def glob_tool() -> ToolSpec:
@@ -71,7 +107,10 @@ def glob_tool() -> ToolSpec:
     async def glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         base, shown = _folder(ctx, args.get("path"))
         pattern: str = args["pattern"]
-        return ToolOutput(await in_thread(lambda stop: _glob(ctx, base, shown, pattern, stop)))
+        guard = ctx.files
+        return ToolOutput(
+            await in_thread(lambda stop: _glob(ctx, guard.look(), base, shown, pattern, stop))
+        )
 
     return ToolSpec(
         name="glob",
@@ -149,16 +188,19 @@ def _file_filter(glob: str | None) -> Any:
 
 def _grep(
     ctx: ToolContext,
+    look: Look,
     base: Path,
     shown: str,
     regex: re.Pattern[str],
     glob: str | None,
     stop: threading.Event,
 ) -> str:
+    look.check(base, shown)
     wanted = _file_filter(glob)
     lines: list[str] = []
     more = False
     big = 0
+    refused: list[tuple[Path, str]] = []
 
     def files() -> Any:
         if base.is_file():
@@ -181,6 +223,12 @@ def _grep(
                 big += 1
                 continue
             with open(path, "rb") as f:
+                why = _protected(look, path, os.fstat(f.fileno()))
+                if why is not None:
+                    if path == base:
+                        raise ToolFailure(refusal(shown, why))
+                    refused.append((path, why))
+                    continue
                 if looks_binary(f.read(8192)):
                     continue
                 f.seek(0)
@@ -196,7 +244,7 @@ def _grep(
                         lines.append(f"{shown_file}:{n}:{text}")
         except OSError:
             continue
-    notes = []
+    notes = _left_out(ctx, refused)
     if more:
         notes.append(f"[showing the first {GREP_LIMIT} matching lines; narrow the search]")
     if big:
@@ -219,7 +267,12 @@ def grep_tool() -> ToolSpec:
             raise ToolFailure(f"invalid regex {pattern!r}: {exc.msg}{where}") from None
         base, shown = _folder(ctx, args.get("path"))
         glob = args.get("glob")
-        return ToolOutput(await in_thread(lambda stop: _grep(ctx, base, shown, regex, glob, stop)))
+        guard = ctx.files
+        return ToolOutput(
+            await in_thread(
+                lambda stop: _grep(ctx, guard.look(), base, shown, regex, glob, stop)
+            )
+        )
 
     return ToolSpec(
         name="grep",

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import re
+
+# A str may hold surrogate code points (from a JSON "\ud800" escape, or
+# surrogateescape); they are not Unicode text: UTF-8 and msgspec refuse them.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 def seconds(value: float) -> str:
     """120.0 -> '120', 0.25 -> '0.25'."""
     return f"{value:g}"
+
+
+def clean(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, so that it can be
+    encoded (stored, sent to the provider) whatever a tool printed."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def cut_middle(text: str, limit: int) -> str:

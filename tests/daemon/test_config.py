@@ -178,7 +178,7 @@ def test_unknown_provider_key_is_named_with_its_provider():
 
 def test_unknown_tools_key_is_named():
     assert bad({"tools": {"allowed": []}}) == (
-        f"{FILE}: tools.allowed: unknown key (known keys: enabled, disabled)"
+        f"{FILE}: tools.allowed: unknown key (known keys: enabled, disabled, env)"
     )
 
 
@@ -198,7 +198,7 @@ def test_not_utf8(tmp_path):
     path.write_bytes(b'{"default_model": "\xe9"}')
     with pytest.raises(ConfigError) as e:
         load_config(path)
-    assert str(e.value) == f"{path}: not UTF-8 text (byte 19)"
+    assert str(e.value) == f"{path}: default_model: not UTF-8 text (byte 19)"
 
 
 def test_a_folder_is_refused(tmp_path):
@@ -475,3 +475,175 @@ def test_every_key_is_documented():
             assert f"| `{name}` |" in text, name
     for flag in DIALECT_FLAGS:
         assert f"| `{flag}` |" in text, flag
+
+
+# ------------------------------------------------------------------ tools.env (issue 13, item 8)
+
+
+def test_tools_env_loads_and_builds_the_tool_environment():
+    from daemon.config import EnvSettings, ToolsEnv, tool_env
+
+    raw = {
+        "providers": {"mybox": {**MYBOX, "key_env": "MYBOX_TOKEN"}},
+        "tools": {
+            "env": {
+                "pass": ["AWS_PROFILE"],
+                "set": {"PAGER": "cat"},
+                "per_tool": {"weather": {"pass": ["WEATHER_API_KEY"], "set": {"UNITS": "metric"}}},
+            }
+        },
+    }
+    c = parse_config(json.dumps(raw), FILE)
+    assert c.tools.env == ToolsEnv(
+        pass_=["AWS_PROFILE"],
+        set={"PAGER": "cat"},
+        per_tool={"weather": EnvSettings(pass_=["WEATHER_API_KEY"], set={"UNITS": "metric"})},
+    )
+    assert Config().tools.env == ToolsEnv()
+    source = {
+        "PATH": "/bin",
+        "AWS_PROFILE": "dev",
+        "WEATHER_API_KEY": "w-key",
+        "MYBOX_TOKEN": "the-custom-key",
+        "IKIGAI_HOME": "/h",
+        "OPENAI_API_KEY": "sk-openai-0123456789",
+    }
+    env = tool_env(c, source, lambda: ["sk-openai-0123456789"])
+    assert "MYBOX_TOKEN" in env.key_names and "OPENAI_API_KEY" in env.key_names
+    assert env.build("bash", {"IKIGAI_AGENT_UUID": "u"}) == {
+        "PATH": "/bin",
+        "AWS_PROFILE": "dev",
+        "PAGER": "cat",
+        "IKIGAI_AGENT_UUID": "u",
+    }
+    assert env.build("weather") == {
+        "PATH": "/bin",
+        "AWS_PROFILE": "dev",
+        "PAGER": "cat",
+        "WEATHER_API_KEY": "w-key",
+        "UNITS": "metric",
+    }
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"pass": "AWS_PROFILE"}, "tools.env.pass: Expected list, got str"),
+        ({"pass": ["A", 3]}, "tools.env.pass[1]: Expected str, got integer"),
+        ({"set": {"PAGER": 1}}, "tools.env.set.PAGER: Expected str, got integer"),
+        ({"set": []}, "tools.env.set: Expected object, got list"),
+        ({"bogus": 1}, "tools.env.bogus: unknown key (known keys: pass, set, per_tool)"),
+        (
+            {"per_tool": {"bash": {"bogus": 1}}},
+            "tools.env.per_tool.bash.bogus: unknown key (known keys: pass, set)",
+        ),
+        ({"per_tool": {"bash": {"set": {"X": None}}}}, "tools.env.per_tool.bash.set.X: Expected str, got null"),
+        ({"per_tool": {"bash": {"pass": [1]}}}, "tools.env.per_tool.bash.pass[0]: Expected str, got integer"),
+        (
+            {"pass": ["HOME", "A B"]},
+            "tools.env.pass[1]: 'A B' is not a variable name (letters, digits and '_', not starting with a digit)",
+        ),
+        (
+            {"set": {"1X": "v"}},
+            "tools.env.set.1X: '1X' is not a variable name (letters, digits and '_', not starting with a digit)",
+        ),
+        ({"pass": ["OPENAI_API_KEY"]}, "tools.env.pass[0]: OPENAI_API_KEY holds a provider's API key; tools never get it"),
+        (
+            {"per_tool": {"x": {"set": {"GEMINI_API_KEY": "v"}}}},
+            "tools.env.per_tool.x.set.GEMINI_API_KEY: GEMINI_API_KEY holds a provider's API key; tools never get it",
+        ),
+        (
+            {"pass": ["IKIGAI_DB_URL"]},
+            "tools.env.pass[0]: IKIGAI_DB_URL is one of ikigai's own variables; tools never get it",
+        ),
+        ({"set": {"FOO": "a\u0000b"}}, "tools.env.set.FOO: a value may not hold a NUL character"),
+        (
+            {"per_tool": {"has space": {}}},
+            "tools.env.per_tool.has space: a tool name is 1-64 letters, digits, '_' or '-'",
+        ),
+    ],
+)
+def test_tools_env_errors_name_the_field(env, message):
+    assert bad({"tools": {"env": env}}) == f"{FILE}: {message}"
+
+
+def test_a_custom_providers_key_variable_cannot_be_passed_to_tools():
+    raw = {"providers": {"mybox": {**MYBOX, "key_env": ["MYBOX_TOKEN"]}}, "tools": {"env": {"pass": ["MYBOX_TOKEN"]}}}
+    assert bad(raw) == (
+        f"{FILE}: tools.env.pass[0]: MYBOX_TOKEN holds a provider's API key; tools never get it"
+    )
+
+
+def test_every_tools_env_key_is_documented():
+    from daemon.config import EnvSettings, ToolsEnv
+
+    text = DOC.read_text()
+    for struct in (ToolsPolicy, ToolsEnv, EnvSettings):
+        for name in struct.__struct_encode_fields__:
+            assert f"| `{name}` |" in text or name in ("enabled", "disabled", "env"), name
+    assert "(#tool-environment)" in text and "### Tool environment" in text
+
+
+# ------------------------------------------------------------------ text that is not Unicode
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"default_model": "gpt\\ud800"}', "default_model: a lone surrogate (\\ud800) is not Unicode text"),
+        # an unknown key: msgspec raised UnicodeEncodeError on it
+        ('{"x\\udc00y": 1}', "x\\udc00y: a lone surrogate (\\udc00) is not Unicode text"),
+        (
+            '{"providers": {"openai": {"extra_headers": {"X-Title": "a\\udfff"}}}}',
+            "providers.openai.extra_headers.X-Title: a lone surrogate (\\udfff) is not Unicode text",
+        ),
+        (
+            '{"fallback_models": ["gpt-4o", "\\ud83d"]}',
+            "fallback_models[1]: a lone surrogate (\\ud83d) is not Unicode text",
+        ),
+        (
+            '{"tools": {"env": {"set": {"K": "\\udbff"}}}}',
+            "tools.env.set.K: a lone surrogate (\\udbff) is not Unicode text",
+        ),
+    ],
+)
+def test_a_lone_surrogate_is_refused_naming_the_field(text, message):
+    assert bad(text) == f"{FILE}: {message}"
+
+
+def test_a_surrogate_pair_is_text():
+    c = parse_config('{"providers": {"openai": {"extra_headers": {"X-Title": "\\ud83d\\ude00"}}}}', FILE)
+    assert c.providers["openai"].extra_headers == {"X-Title": "\U0001f600"}
+
+
+def test_invalid_utf8_names_the_field(tmp_path):
+    path = tmp_path / "config.json"
+    raw = b'{"providers": {"openai": {"extra_headers": {"X-Title": "caf\xe9"}}}}'
+    path.write_bytes(raw)
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    at = raw.index(b"\xe9")
+    assert str(e.value) == f"{path}: providers.openai.extra_headers.X-Title: not UTF-8 text (byte {at})"
+    # outside any string: the file and the byte
+    path.write_bytes(b'{"autostart": true\xff}')
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert str(e.value) == f"{path}: not UTF-8 text (byte 18)"
+
+
+@pytest.mark.parametrize("depth", [2000, 100_000])
+def test_deeply_nested_config_is_a_config_error(tmp_path, depth):
+    path = tmp_path / "config.json"
+    path.write_text('{"tools": ' + "[" * depth + "]" * depth + "}")
+    with pytest.raises(ConfigError) as e:
+        load_config(path)
+    assert str(e.value) == f"{path}: not valid JSON: nested too deeply"
+
+
+def test_text_fault_for_credentials_never_quotes_the_value():
+    from daemon.config import text_fault
+
+    secret = "sk-ant-0123456789abcdef\udc80"
+    assert text_fault({"anthropic": secret}) == "anthropic: a lone surrogate (\\udc80) is not Unicode text"
+    assert text_fault({"anthropic": "sk-ant-fine"}) is None
+    assert text_fault({"a": [{"b": ["ok", "x\ud800"]}]}) == "a[0].b[1]: a lone surrogate (\\ud800) is not Unicode text"

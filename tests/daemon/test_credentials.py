@@ -107,7 +107,19 @@ def test_binary_garbage_is_refused_without_content(tmp_path):
     os.chmod(path, 0o600)
     with pytest.raises(CredentialsError) as e:
         load_credentials(path)
-    assert str(e.value) == f"{path}: not UTF-8 text (byte 7)"
+    assert str(e.value) == f"{path}: a: not UTF-8 text (byte 7)"  # the field, never the bytes
+
+
+def test_a_lone_surrogate_or_deep_nesting_is_a_clear_error(tmp_path):
+    path = tmp_path / "credentials.json"
+    path.write_text('{"anthropic": "sk-ant-\\ud800-rest"}')
+    os.chmod(path, 0o600)
+    with pytest.raises(CredentialsError) as e:
+        load_credentials(path)
+    assert str(e.value) == f"{path}: anthropic: a lone surrogate (\\ud800) is not Unicode text"
+    path.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(CredentialsError, match="nested too deeply"):
+        load_credentials(path)
 
 
 def test_a_folder_is_refused(tmp_path):

@@ -25,6 +25,7 @@ import trio
 from providers.accumulate import Accumulator
 from providers.errors import transport_error
 from providers.modelspec import ResolvedModel
+from providers.secrets import scrub
 from providers.types import (
     Message,
     ProviderError,
@@ -336,7 +337,7 @@ class Actor:
                     await self.sup.db.end_turn(self.uuid)
             except Exception as exc:  # a bug in this turn must not end the agent or its siblings
                 crashed = True
-                message = f"internal error: {type(exc).__name__}: {exc}"
+                message = scrub(f"internal error: {type(exc).__name__}: {exc}")
                 log.exception("turn crashed", agent=self.uuid, turn=turn)
         self._turn_scope = None
         if scope.cancelled_caught or crashed:

@@ -19,6 +19,7 @@ import structlog
 import trio
 
 from providers.modelspec import ResolvedModel, resolve_model
+from providers.secrets import scrub
 from providers.types import ThinkingLevel
 from store import StoreError
 
@@ -110,7 +111,7 @@ class Supervisor:
                     await actor.run()
                 except Exception as exc:  # the actor loop itself failed: record it and start it again
                     log.exception("agent crashed; restarting its loop", agent=actor.uuid)
-                    actor.log.publish(Notice(text=f"agent loop crashed ({type(exc).__name__}: {exc}); restarted"))
+                    actor.log.publish(Notice(text=scrub(f"agent loop crashed ({type(exc).__name__}: {exc}); restarted")))
                     await trio.sleep(0.1)
         self._scopes.pop(actor.uuid, None)
 

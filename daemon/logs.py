@@ -20,13 +20,20 @@ import logging.handlers
 import os
 import re
 import sys
-import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
+
+# The one secret registry lives with the providers (the lowest layer), so the
+# provider shell scrubs its errors with the same values; these names stay
+# here for the daemon's callers.
+from providers.secrets import MIN_SECRET as MIN_SECRET
+from providers.secrets import REDACTED, register_secret, register_secrets
+from providers.secrets import _forget_secrets as _forget_secrets
+from providers.secrets import scrub as scrub_secrets
 
 from .paths import LOG_FILE, ensure_private_dir
 
@@ -37,9 +44,9 @@ __all__ = [
     "configure_logging",
     "redact",
     "register_secret",
+    "register_secrets",
 ]
 
-REDACTED = "[REDACTED]"
 LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -49,18 +56,24 @@ LEVELS = {
 }
 MAX_BYTES = 10 * 1024 * 1024
 BACKUPS = 5
-MIN_SECRET = 8  # shorter registered values would blank ordinary words
 _MAX_DEPTH = 32
 
 # ------------------------------------------------------------------ redaction
+#
+# Every pattern here is linear in the text: client text of any size goes
+# through them (an error message quoting a 1 MiB request). A run of name
+# characters is matched only from its first character (a lookbehind), never
+# from each of its positions: re-scanning a run from every position was
+# quadratic (16 KB took 10 s).
 
 # A mapping key (or header name) whose string value is a secret whatever it looks like.
 _SENSITIVE_NAME = re.compile(
-    r"(?i)^(?:.*[_.\-])?(?:api[_\-]?key|apikey|key|authorization|auth|token|secret|"
+    r"(?i)(?:^|[_.\-])(?:api[_\-]?key|apikey|key|authorization|auth|token|secret|"
     r"password|passwd|pwd|cookie|set[_\-]cookie|credentials?)$"
 )
 
-# Strings shaped like keys, wherever they appear.
+# Strings shaped like keys, wherever they appear. A failing alternative stops
+# within its minimum length (the greedy runs always succeed once that long).
 _KEY_SHAPES = re.compile(
     r"(?<![A-Za-z0-9])(?:"
     r"sk-ant-[A-Za-z0-9_\-]{8,}"  # Anthropic
@@ -70,69 +83,40 @@ _KEY_SHAPES = re.compile(
     r"|gsk_[A-Za-z0-9]{16,}"  # Groq
     r"|hf_[A-Za-z0-9]{20,}"  # Hugging Face
     r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub
-    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"  # JWT
     r")"
 )
+# A JWT: eyJ<header>.<payload>.<signature>. The header segment needs a "."
+# after it, so it is tried once per run of segment characters (from the run's
+# start: ``pre`` skips, possessively, to the first place a token may begin).
+_JWT_START = r"(?<![A-Za-z0-9])eyJ"
+_JWT = re.compile(
+    r"(?<![A-Za-z0-9_\-])"
+    rf"(?P<pre>(?:(?!{_JWT_START})[A-Za-z0-9_\-])*+)"
+    r"eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]{8,}+"
+)
 # Authorization: Bearer <token> / Basic <token>
-_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic)(\s+)[A-Za-z0-9._~+/=\-]{8,}")
+_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic)(\s++)[A-Za-z0-9._~+/=\-]{8,}")
 # api_key=..., "token": "...", x-api-key: ..., ?key=...: a long token after such a name
 _NAMED_TOKEN = re.compile(
-    r"(?i)(?P<name>[a-z0-9_.\-]*(?:key|token|secret|authorization))"
-    r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)"
+    r"(?i)(?<![a-z0-9_.\-])(?P<name>[a-z0-9_.\-]*(?:key|token|secret|authorization))"
+    r"(?P<sep>[\"']?\s*+[:=]\s*+[\"']?)"
     r"(?P<value>[a-z0-9+/_.~=\-]{12,})"
 )
 # password=... of any length and shape (up to a separator)
 _NAMED_PASSWORD = re.compile(
-    r"(?i)(?P<name>[a-z0-9_.\-]*(?:password|passwd|pwd))"
-    r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)"
+    r"(?i)(?<![a-z0-9_.\-])(?P<name>[a-z0-9_.\-]*(?:password|passwd|pwd))"
+    r"(?P<sep>[\"']?\s*+[:=]\s*+[\"']?)"
     r"(?P<value>[^\s\"'&,;]+)"
 )
-# scheme://user:password@host
+# scheme://user:password@host (the scheme run is taken whole, from its start)
 _URL_PASSWORD = re.compile(
-    r"(?i)(?P<pre>\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:)(?P<value>[^\s@/]+)(?=@)"
+    r"(?i)(?P<pre>(?<![a-z0-9+.\-])[a-z0-9+.\-]++://[^\s:/@]++:)(?P<value>[^\s@/]++)(?=@)"
 )
-
-_secrets: set[str] = set()
-_secret_re: re.Pattern[str] | None = None
-_secret_lock = threading.Lock()
-
-
-def register_secret(value: str | None) -> None:
-    """Redact this exact value from every log line from now on.
-
-    The daemon registers every configured key, so a key of any shape stays
-    out of the logs. Values shorter than 8 characters are ignored (they would
-    blank ordinary words).
-    """
-    global _secret_re
-    if not value or not isinstance(value, str):
-        return
-    value = value.strip()
-    if len(value) < MIN_SECRET or value in _secrets:
-        return
-    with _secret_lock:
-        _secrets.add(value)
-        alternatives = sorted(_secrets, key=len, reverse=True)
-        _secret_re = re.compile("|".join(re.escape(s) for s in alternatives))
-
-
-def register_secrets(values: Iterable[str | None]) -> None:
-    for v in values:
-        register_secret(v)
-
-
-def _forget_secrets() -> None:
-    """Tests only: drop every registered secret."""
-    global _secret_re
-    with _secret_lock:
-        _secrets.clear()
-        _secret_re = None
 
 
 def _scrub(text: str) -> str:
-    pattern = _secret_re
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
+    text = scrub_secrets(text)
+    text = _JWT.sub(lambda m: f"{m.group('pre')}{REDACTED}", text)  # whole, before a key shape inside it
     text = _KEY_SHAPES.sub(REDACTED, text)
     text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _URL_PASSWORD.sub(lambda m: f"{m.group('pre')}{REDACTED}", text)
@@ -147,7 +131,7 @@ def _keep_name(m: re.Match[str]) -> str:
 
 
 def _is_sensitive(name: object) -> bool:
-    return isinstance(name, str) and _SENSITIVE_NAME.match(name) is not None
+    return isinstance(name, str) and _SENSITIVE_NAME.search(name) is not None
 
 
 def redact(obj: Any) -> Any:

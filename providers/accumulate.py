@@ -2,7 +2,9 @@
 
 Streaming and non-streaming calls end in the same object: non-streaming
 decoders may emit events and fold them here, or build the Response directly;
-tests compare the two.
+tests compare the two. ``events_of`` goes the other way: the events that fold
+into a given Response (how a whole JSON answer to a streaming request is
+delivered as a stream).
 """
 
 from __future__ import annotations
@@ -188,3 +190,53 @@ def collect(events: Iterable[StreamEvent], *, provider: str | None = None) -> Re
     for event in events:
         acc.feed(event)
     return acc.response()
+
+
+def events_of(response: Response) -> list[StreamEvent]:
+    """The events a stream would have sent for ``response``: an Accumulator
+    (provider ``response.provider``) fed them gives back an equal Response.
+
+    One delta per block, at the block's index; a tool call's arguments go as
+    JSON text (its raw text when the model's was not a JSON object).
+    """
+    out: list[StreamEvent] = [StartEvent(model=response.model)]
+    for index, block in enumerate(response.blocks):
+        if isinstance(block, TextBlock):
+            out.append(TextDelta(index=index, text=block.text, signature=block.signature))
+        elif isinstance(block, ThinkingBlock):
+            out.append(
+                ThinkingDelta(
+                    index=index,
+                    text=block.text,
+                    signature=block.signature,
+                    redacted=block.redacted,
+                    provider_data=block.provider_data,
+                )
+            )
+        elif isinstance(block, ToolCallBlock):
+            out.append(
+                ToolCallStart(
+                    index=index,
+                    id=block.id,
+                    name=block.name,
+                    signature=block.signature,
+                    provider_data=block.provider_data,
+                )
+            )
+            if block.raw_arguments is not None:
+                arguments = block.raw_arguments
+            else:
+                arguments = msgspec.json.encode(block.arguments).decode() if block.arguments else ""
+            if arguments:
+                out.append(ToolCallDelta(index=index, arguments=arguments))
+            out.append(ToolCallDone(index=index))
+        # tool results and images are never part of a model's answer
+    out.append(
+        DoneEvent(
+            finish_reason=response.finish_reason,
+            usage=response.usage,
+            model=response.model or None,
+            provider_data=response.provider_data,
+        )
+    )
+    return out

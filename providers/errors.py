@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from .secrets import scrub
 from .types import RETRYABLE_CATEGORIES, ErrorCategory, ProviderError
 
 _STATUS: dict[int, ErrorCategory] = {
@@ -134,8 +135,9 @@ def _google_retry_delay(details: Any) -> float | None:
 
 
 def _text_of(body: bytes) -> str:
-    text = body.decode("utf-8", "replace").strip()
-    return text[:500] if text else ""
+    # scrubbed before the cut: a cut through a key would leave a fragment
+    # that no exact match finds any more
+    return scrub(body.decode("utf-8", "replace").strip())[:500]
 
 
 def error_from_body(

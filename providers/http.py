@@ -2,6 +2,16 @@
 
 Every failure becomes data: a streaming call ends with an ErrorEvent, a
 non-streaming call raises ProviderFailure. Nothing here knows a wire format.
+
+Every error leaving here is scrubbed of the provider's key and of every
+registered secret (prefixes of 8+ characters included): providers quote the
+key they refused, whole or cut, and a transport error can quote a URL.
+
+A 200 answer to a streaming request is decoded by what its body is: an event
+stream as a stream; a JSON body (a proxy or server that ignored ``stream:
+true``) with the codec's ``decode_response``, delivered as the events a stream
+would have sent - or as an error when it is an error object; anything else
+(a captive portal's HTML page...) is an error naming the content type.
 """
 
 from __future__ import annotations
@@ -12,8 +22,10 @@ from contextlib import asynccontextmanager
 import httpx
 import msgspec
 
+from .accumulate import events_of
 from .base import Codec, HttpRequest, TokenCounter
 from .errors import transport_error
+from .secrets import scrub
 from .settings import ProviderSettings
 from .types import ErrorEvent, ProviderError, ProviderFailure, Request, Response, StreamEvent
 
@@ -44,6 +56,33 @@ async def _one(event: StreamEvent) -> AsyncIterator[StreamEvent]:
     yield event
 
 
+_SNIFF = 16  # bytes past leading whitespace that tell JSON, SSE and other bodies apart
+_SNIFF_MAX = 4096  # whitespace past this is not worth waiting behind
+_SHOWN = 200  # characters of an unexpected body quoted in the error
+_SSE_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")
+
+
+def _kind_of(head: bytes) -> str:
+    """json, stream or other, from a body's first bytes."""
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not text:
+        return "stream"  # no body: the stream decoder reports the empty stream
+    if text[:1] in (b"{", b"["):
+        return "json"
+    return "stream" if text.startswith(_SSE_FIELDS) else "other"
+
+
+def _error_object(body: bytes) -> bool:
+    """A JSON body that is an error ({"error": ...}, Anthropic's {"type": "error"})."""
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return False
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]  # Gemini wraps an error in a one-element list
+    return isinstance(data, dict) and (data.get("error") is not None or data.get("type") == "error")
+
+
 class HttpProvider:
     """A Provider made of a Codec and an httpx.AsyncClient (shared or owned)."""
 
@@ -61,11 +100,17 @@ class HttpProvider:
         self._client = client or httpx.AsyncClient(timeout=_timeout(settings))
 
     def _scrub(self, error: ProviderError) -> ProviderError:
-        """Providers sometimes quote the key they refused; it must not travel further."""
-        key = self.settings.api_key
-        if key and key in error.message:
-            return msgspec.structs.replace(error, message=error.message.replace(key, "[REDACTED]"))
-        return error
+        """Providers quote the key they refused (whole or its start); it must not travel further.
+
+        This provider's key is scrubbed even when nobody registered it.
+        """
+        message = scrub(error.message, self.settings.api_key)
+        if message == error.message:
+            return error
+        return msgspec.structs.replace(error, message=message)
+
+    def _transport_failure(self, exc: Exception, what: str) -> ProviderError:
+        return self._scrub(_transport_failure(exc, self.name, what))
 
     def _send_args(self, req: HttpRequest) -> dict:
         return {
@@ -81,14 +126,14 @@ class HttpProvider:
         try:
             http_req = self.codec.encode(request, stream=True)
         except ProviderFailure as failure:
-            yield _one(ErrorEvent(error=failure.error))
+            yield _one(ErrorEvent(error=self._scrub(failure.error)))
             return
         what = f"{http_req.method} {http_req.url.split('?', 1)[0]}"
         try:
             cm = self._client.stream(**self._send_args(http_req))
             response = await cm.__aenter__()
         except httpx.HTTPError as exc:
-            yield _one(ErrorEvent(error=_transport_failure(exc, self.name, what)))
+            yield _one(ErrorEvent(error=self._transport_failure(exc, what)))
             return
         try:
             yield self._events(request, response, what)
@@ -100,24 +145,77 @@ class HttpProvider:
     ) -> AsyncIterator[StreamEvent]:
         try:
             content_type = response.headers.get("content-type", "")
-            if response.status_code >= 400 or ("json" in content_type and "event-stream" not in content_type):
-                # an HTTP error, or a 200 whose body is an error object and not a stream
+            if response.status_code >= 400:
                 body = await response.aread()
-                status = response.status_code if response.status_code >= 400 else 200
-                yield ErrorEvent(error=self._scrub(self.codec.decode_error(status, body, response.headers)))
+                yield ErrorEvent(
+                    error=self._scrub(self.codec.decode_error(response.status_code, body, response.headers))
+                )
+                return
+            chunks = response.aiter_bytes()
+            buf = bytearray()
+            if "event-stream" in content_type:
+                kind = "stream"
+            elif "json" in content_type:
+                kind = "json"
+            else:  # no content type, or an unexpected one: the first bytes tell
+                async for chunk in chunks:
+                    buf += chunk
+                    if len(buf) >= _SNIFF_MAX or len(buf.lstrip()) >= _SNIFF:
+                        break
+                kind = _kind_of(bytes(buf))
+            if kind != "stream":
+                async for chunk in chunks:
+                    buf += chunk
+                    if kind == "other" and len(buf) >= 4 * _SHOWN:
+                        break
+                if kind == "json":
+                    for event in self._whole_body(request, bytes(buf), response.headers):
+                        yield event
+                else:
+                    yield ErrorEvent(error=self._unexpected(content_type, bytes(buf[: 4 * _SHOWN])))
                 return
             decoder = self.codec.stream_decoder(request)
-            async for chunk in response.aiter_bytes():
+            if buf:
+                for event in decoder.feed(bytes(buf)):
+                    yield ErrorEvent(error=self._scrub(event.error)) if isinstance(event, ErrorEvent) else event
+            async for chunk in chunks:
                 for event in decoder.feed(chunk):
                     yield ErrorEvent(error=self._scrub(event.error)) if isinstance(event, ErrorEvent) else event
             for event in decoder.close():
                 yield ErrorEvent(error=self._scrub(event.error)) if isinstance(event, ErrorEvent) else event
         except httpx.HTTPError as exc:
-            yield ErrorEvent(error=_transport_failure(exc, self.name, what))
+            yield ErrorEvent(error=self._transport_failure(exc, what))
+
+    def _whole_body(self, request: Request, body: bytes, headers: httpx.Headers) -> list[StreamEvent]:
+        """A 200 whose body is the whole JSON answer: the events a stream would have sent."""
+        if _error_object(body):
+            return [ErrorEvent(error=self._scrub(self.codec.decode_error(200, body, headers)))]
+        try:
+            response = self.codec.decode_response(body, request)
+        except ProviderFailure as failure:
+            return [ErrorEvent(error=self._scrub(failure.error))]
+        return events_of(response)
+
+    def _unexpected(self, content_type: str, head: bytes) -> ProviderError:
+        text = " ".join(scrub(head.decode("utf-8", "replace"), self.settings.api_key).split())
+        shown = text[:_SHOWN] + ("..." if len(text) > _SHOWN else "")
+        return ProviderError(
+            category="server",
+            message=(
+                f"HTTP 200 with content-type {content_type or '(none)'!r} instead of an event stream "
+                f"or JSON (a proxy or captive portal in the way?); the body begins {shown!r}"
+            ),
+            http_status=200,
+            retryable=True,
+            provider=self.name,
+        )
 
     async def complete(self, request: Request) -> Response:
-        http_req = self.codec.encode(request, stream=False)
-        return self.codec.decode_response(await self._call(http_req), request)
+        try:
+            http_req = self.codec.encode(request, stream=False)
+            return self.codec.decode_response(await self._call(http_req), request)
+        except ProviderFailure as failure:
+            raise ProviderFailure(self._scrub(failure.error)) from None
 
     async def count_tokens(self, request: Request) -> int:
         if not isinstance(self.codec, TokenCounter):
@@ -128,15 +226,18 @@ class HttpProvider:
                     provider=self.name,
                 )
             )
-        body = await self._call(self.codec.encode_count_tokens(request))
-        return self.codec.decode_count_tokens(body)
+        try:
+            body = await self._call(self.codec.encode_count_tokens(request))
+            return self.codec.decode_count_tokens(body)
+        except ProviderFailure as failure:
+            raise ProviderFailure(self._scrub(failure.error)) from None
 
     async def _call(self, http_req: HttpRequest) -> bytes:
         what = f"{http_req.method} {http_req.url.split('?', 1)[0]}"
         try:
             response = await self._client.request(**self._send_args(http_req))
         except httpx.HTTPError as exc:
-            raise ProviderFailure(_transport_failure(exc, self.name, what)) from None
+            raise ProviderFailure(self._transport_failure(exc, what)) from None
         if response.status_code >= 400:
             raise ProviderFailure(
                 self._scrub(self.codec.decode_error(response.status_code, response.content, response.headers))

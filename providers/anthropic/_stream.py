@@ -32,6 +32,7 @@ from typing import Any
 import msgspec
 
 from ..errors import transport_error
+from ..secrets import scrub
 from ..sse import SSEDecoder
 from ..types import (
     RETRYABLE_CATEGORIES,
@@ -616,6 +617,7 @@ class AnthropicStreamDecoder:
         )
 
     def _malformed(self, name: str, data: str) -> ErrorEvent:
+        data = scrub(data)  # before the cut, which could split a key
         if name == "error":  # an error event whose body is not JSON
             self._finished = True
             return ErrorEvent(error=stream_error(None, data[:500] or None, self._provider))

@@ -13,6 +13,7 @@ import msgspec
 from ..base import HttpRequest
 from ..catalog import Catalog, ModelEntry, default_catalog
 from ..errors import error_from_http
+from ..secrets import scrub
 from ..settings import ProviderSettings
 from ..types import (
     RETRYABLE_CATEGORIES,
@@ -186,7 +187,8 @@ class AnthropicCodec:
         return error
 
     def _bad_body(self, what: str, body: bytes) -> ProviderError:
-        text = body[:200].decode("utf-8", "replace")
+        # scrubbed before the cut, which could split a key; a 4 KiB window is plenty
+        text = scrub(body[:4096].decode("utf-8", "replace"), self.settings.api_key)[:200]
         return ProviderError(
             category="server",
             message=f"unreadable {what} from {self.provider}: {text!r}",

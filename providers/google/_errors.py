@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from ..errors import classify, parse_retry_after
+from ..secrets import scrub as scrub_secrets
 from ..types import RETRYABLE_CATEGORIES, ErrorCategory, ProviderError
 
 _RETRY_INFO = "google.rpc.RetryInfo"
@@ -75,7 +76,8 @@ def _details(details: Any) -> tuple[float | None, str | None]:
 
 
 def scrub(text: str, secret: str | None) -> str:
-    return text.replace(secret, "[redacted]") if secret and secret in text else text
+    """``text`` without ``secret``, any registered secret, or a prefix of 8+ characters of one."""
+    return scrub_secrets(text, secret)
 
 
 def status_error(
@@ -143,7 +145,6 @@ def http_error(
     if isinstance(decoded, list) and decoded and isinstance(decoded[0], dict):
         decoded = decoded[0]
     err = decoded.get("error", decoded) if isinstance(decoded, dict) else None
-    text = body.decode("utf-8", "replace").strip()[:500] if err is None else ""
-    return status_error(
-        status, err, headers, provider=provider, secret=secret, fallback=scrub(text, secret)
-    )
+    # scrubbed before the cut, which could split a key
+    text = scrub(body.decode("utf-8", "replace").strip(), secret)[:500] if err is None else ""
+    return status_error(status, err, headers, provider=provider, secret=secret, fallback=text)

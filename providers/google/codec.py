@@ -77,10 +77,11 @@ from ._decode import GeminiStreamDecoder, new_call_id
 from ._encode import encode_contents, encode_tools
 from ._errors import http_error
 from ._schema import to_gemini_schema
-from ._wire import CHUNK_DECODER, COUNT_DECODER
+from ._wire import CHUNK_DECODER, COUNT_DECODER, Chunk
 
 SUBSET_DIALECT = "gemini_schema_subset"
 _ENCODE = msgspec.json.encode
+_CHUNKS_DECODER = msgspec.json.Decoder(list[Chunk])
 
 
 class GeminiCodec:
@@ -213,11 +214,21 @@ class GeminiCodec:
         )
 
     def decode_events(self, body: bytes) -> list[StreamEvent]:
-        """The events of a whole non-streamed body (as if streamed in one chunk)."""
+        """The events of a whole non-streamed body (as if streamed in one chunk).
+
+        A JSON array is the chunks of ``streamGenerateContent`` asked without
+        ``alt=sse`` (what a proxy that drops the query string gets back).
+        """
         decoder = self.stream_decoder(None)  # type: ignore[arg-type]
         out: list[StreamEvent] = []
         try:
-            chunk = CHUNK_DECODER.decode(body)
+            if body.lstrip()[:1] == b"[":
+                chunks = _CHUNKS_DECODER.decode(body)
+                for chunk in chunks[:-1]:
+                    decoder.handle(chunk, out)
+                chunk = chunks[-1] if chunks else Chunk()
+            else:
+                chunk = CHUNK_DECODER.decode(body)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ProviderFailure(
                 ProviderError(

@@ -266,7 +266,10 @@ def test_registered_secrets_are_redacted_exactly(log_dir):
     register_secret(ODD)
     register_secret("tiny")  # too short to register: it would blank ordinary words
     register_secret(None)
-    assert redact(f"a {ODD} b {ODD[:-1]}") == f"a {REDACTED} b {ODD[:-1]}"
+    # a key cut short (a provider quoting its start, a message cut at some
+    # length) is still the key: every prefix of 8+ characters goes too
+    assert redact(f"a {ODD} b {ODD[:-1]} c {ODD[:8]}.") == f"a {REDACTED} b {REDACTED} c {REDACTED}."
+    assert redact(f"a {ODD[:7]} b {ODD[1:]}") == f"a {ODD[:7]} b {ODD[1:]}"
     assert redact("a tiny cat") == "a tiny cat"
 
 

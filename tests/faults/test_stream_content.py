@@ -1,9 +1,13 @@
 """Bad content inside a 200 stream: malformed SSE, and a tool call whose
-arguments are not JSON."""
+arguments are not JSON; a 200 that is not a stream at all; error bodies
+that quote the key."""
 
 from __future__ import annotations
 
-from tests.fakes.script import Malformed, Reply, ToolCall
+import json
+
+from tests.daemon.conftest import KEY
+from tests.fakes.script import HttpError, Malformed, Raw, Reply, ToolCall
 from tests.faults.conftest import Case, assert_history
 
 TEXT = "one two three four five six seven eight"
@@ -61,4 +65,36 @@ async def test_invalid_json_in_tool_call_arguments(fault_daemon, tmp_path):
     tool_use = [b for b in sent[1]["content"] if b["type"] == "tool_use"]
     assert all(isinstance(b["input"], dict) for b in tool_use)  # Anthropic refuses a non-object input
     fault_daemon.stop()
+    fault_daemon.assert_clean_log()
+
+
+async def test_a_whole_json_answer_a_portal_page_and_errors_quoting_the_key(fault_daemon):
+    models = {"anth": "claude-sonnet-4-5/low", "chat": "gpt-4o", "resp": "openai/o3-mini/low", "gem": "gemini-2.5-flash/low"}
+    at_490 = "x" * 490 + KEY + " is not a valid key"  # a cut at 500 characters splits the key
+    out = await fault_daemon.run_all(
+        # the server ignored stream: true and sent the whole JSON answer
+        *(Case(f"json_{tag}", [Reply(text=TEXT, thinking="Thinking it over.", stream=False)], model=model) for tag, model in models.items()),
+        # a captive portal answers 200 with a web page: an error that says so, retried as a server error
+        Case("portal", [Reply(fault=Raw(b"<html><title>Hotel WiFi</title>Please log in</html>", content_type="text/html")), Reply(text=TEXT)]),
+        Case("key_at_490", [Reply(fault=Raw(at_490.encode(), status=401, content_type="text/plain"))]),
+        Case("key_first_34", [Reply(fault=HttpError(401, body={"type": "error", "error": {"type": "authentication_error", "message": f"invalid x-api-key {KEY[:34]}"}}))]),
+    )  # fmt: skip
+    for tag in models:
+        o = out[f"json_{tag}"]
+        assert o.status == "completed", (tag, o.ended)
+        assert len(o.requests) == 1 and not o.of("error") and o.text == TEXT, (tag, o.events)
+        assert_history(o, ["user", "assistant"], reply=TEXT)
+    portal = out["portal"]
+    assert portal.status == "completed" and len(portal.requests) == 2
+    [error] = portal.of("error")
+    assert error["error"]["category"] == "server"
+    assert "text/html" in error["error"]["message"] and "Hotel WiFi" in error["error"]["message"]
+    for tag in ("key_at_490", "key_first_34"):
+        o = out[tag]
+        assert o.status == "error" and o.ended["error"]["category"] == "auth", (tag, o.ended)
+        shown = json.dumps([o.events, o.history])
+        assert [KEY[i : i + 8] for i in range(len(KEY) - 7) if KEY[i : i + 8] in shown] == [], (tag, shown[-800:])
+    fault_daemon.stop()
+    log = fault_daemon.log_text
+    assert [KEY[i : i + 8] for i in range(len(KEY) - 7) if KEY[i : i + 8] in log] == []
     fault_daemon.assert_clean_log()

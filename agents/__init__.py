@@ -1,24 +1,29 @@
 """Agents: one trio actor per agent under a supervisor, the turn loop, tools."""
 
-from .actor import Actor, AgentConfig, TurnResult
+from .actor import Actor
+from .deps import ActorDeps, AgentConfig, Neighbours
 from .eventlog import EventLog, Subscription
 from .events import AgentEvent, LogEntry
 from .pool import ProviderPool
 from .retry import RetryPolicy
 from .store import AsyncStore
 from .supervisor import AgentError, Supervisor
+from .turn import Turn, TurnResult
 
 __all__ = [
     "Actor",
+    "ActorDeps",
     "AgentConfig",
     "AgentError",
     "AgentEvent",
     "AsyncStore",
     "EventLog",
     "LogEntry",
+    "Neighbours",
     "ProviderPool",
     "RetryPolicy",
     "Subscription",
     "Supervisor",
+    "Turn",
     "TurnResult",
 ]

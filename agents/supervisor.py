@@ -13,6 +13,8 @@ agents. Killing an agent ends its descendants; dead agents stay readable.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import structlog
@@ -23,7 +25,8 @@ from providers.secrets import scrub
 from providers.types import ThinkingLevel
 from store import StoreError
 
-from .actor import Actor, AgentConfig
+from .actor import Actor
+from .deps import ActorDeps, AgentConfig
 from .events import AgentEnded, Notice
 from .pool import ProviderPool
 from .store import AsyncStore
@@ -58,6 +61,9 @@ class Supervisor:
         self.waiting: dict[str, dict[str, int]] = {}
         self.ops = SupervisorOps(self)
         self.dead_count = 0  # kept in memory so status never waits on the database
+        self.deps = ActorDeps(
+            db=db, pool=pool, tools=tools, config=self.config, neighbours=self, ops=self.ops
+        )
 
     # ------------------------------------------------------------ lifetime
 
@@ -97,7 +103,7 @@ class Supervisor:
 
     async def _start(self, record: Any) -> Actor:
         assert self._nursery is not None, "the supervisor is not running"
-        actor = Actor(record, self)
+        actor = Actor(record, self.deps)
         self.actors[actor.uuid] = actor
         await self._nursery.start(self._supervise, actor)
         return actor
@@ -133,6 +139,9 @@ class Supervisor:
     def label_of(self, uuid: str) -> str:
         actor = self.actors.get(uuid)
         return f"{actor.name} ({uuid})" if actor else uuid
+
+    def awaited_by(self, uuid: str) -> set[str]:
+        return set(self.waiting.get(uuid, ()))
 
     async def resolve(self, ref: str) -> Any:
         """The agent record for a uuid, a unique uuid prefix, or a name (live first)."""
@@ -309,7 +318,7 @@ class Supervisor:
         self._pulse()
         return mail_id
 
-    def turn_finished(self, actor: Actor) -> None:
+    def turn_finished(self, uuid: str) -> None:
         self._pulse()
 
     def _pulse(self) -> None:
@@ -376,6 +385,17 @@ class Supervisor:
         ]
 
 
+@contextmanager
+def _refused() -> Iterator[None]:
+    """A refusal the model should read (unknown agent, bad model, name taken...)
+    becomes AgentOpError; anything else is a bug and propagates (the tool
+    runner logs it with its traceback)."""
+    try:
+        yield
+    except (AgentError, StoreError) as e:
+        raise AgentOpError(str(e)) from None
+
+
 class SupervisorOps:
     """The AgentOps the model's agent tools (fork, kill, send, wait) call."""
 
@@ -383,28 +403,20 @@ class SupervisorOps:
         self.sup = sup
 
     async def fork(self, parent: str, *, prompt: str | None, model: str | None, name: str | None) -> str:
-        try:
+        with _refused():
             child, _, _ = await self.sup.fork(parent, model=model, name=name, prompt=prompt)
-        except Exception as e:
-            raise AgentOpError(str(e)) from None
         return child.uuid
 
     async def kill(self, caller: str, target: str) -> list[str]:
-        try:
+        with _refused():
             record = await self.sup.resolve(target)
             if record.uuid == caller or record.uuid not in await self.sup.db.descendants(caller, live_only=True):
                 raise AgentOpError(f"{target} is not a descendant of this agent: an agent may only kill its own sub-agents")
             return await self.sup.kill(record.uuid, reason=f"killed by {caller}")
-        except AgentOpError:
-            raise
-        except Exception as e:
-            raise AgentOpError(str(e)) from None
 
     async def send(self, sender: str, to: str, text: str) -> int:
-        try:
+        with _refused():
             return await self.sup.send_mail(sender, to, text)
-        except Exception as e:
-            raise AgentOpError(str(e)) from None
 
     async def wait(
         self,
@@ -412,7 +424,5 @@ class SupervisorOps:
         agents: list[str],
         timeout: float | None,  # noqa: ASYNC109 - the model's own wait limit, part of the tool
     ) -> list[dict[str, Any]]:
-        try:
+        with _refused():
             return await self.sup.wait_for(caller, agents, timeout)
-        except Exception as e:
-            raise AgentOpError(str(e)) from None

@@ -17,8 +17,16 @@ import os
 import sys
 
 from daemon._version import __version__
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+from ikictl._errors import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    DaemonUnreachable,
+    UsageError,
+)
 
 EPILOG = """\
 AGENT is a uuid, a unique prefix of one, or a name. PROMPT `-` reads stdin.
@@ -332,16 +340,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _fail(e: Exception, args: argparse.Namespace) -> int:
     """Map an error to a message on stderr and an exit code."""
-    name = type(e).__name__
-    if name == "DaemonUnreachable":
+    if isinstance(e, DaemonUnreachable):
         return _say(args, EXIT_UNREACHABLE, str(e))
-    if name == "UsageError":
+    if isinstance(e, UsageError):
         return _say(args, EXIT_USAGE, str(e))
-    if name != "RpcError":
-        raise e
     from daemon import protocol as p
 
-    code, message, data = e.code, e.message, e.data  # type: ignore[attr-defined]
+    if not isinstance(e, p.RpcError):
+        raise e
+
+    code, message, data = e.code, e.message, e.data
     if code == p.AMBIGUOUS_AGENT:
         lines = [message]
         for c in (data or {}).get("candidates", []) if isinstance(data, dict) else []:

@@ -18,14 +18,11 @@ import time
 from collections import deque
 
 from daemon.protocol import RpcError, socket_path
+from ikictl._errors import DaemonUnreachable
 
 __all__ = ["Client", "DaemonUnreachable", "RpcError", "connect", "default_socket"]
 
 AUTOSTART_WAIT = 10.0  # seconds
-
-
-class DaemonUnreachable(Exception):
-    """No daemon answers on the socket (exit code 3)."""
 
 
 def default_socket(override: str | None = None) -> str:

@@ -12,13 +12,8 @@ import sys
 
 from daemon import protocol as p
 from ikictl import render
+from ikictl._errors import EXIT_OK, UsageError
 from ikictl.client import Client, connect
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """Bad command-line input found after parsing (exit code 2)."""
 
 
 def client(args: argparse.Namespace, *, autostart: bool = True) -> Client:
@@ -303,7 +298,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from ikictl.client import DaemonUnreachable
+    from ikictl._errors import DaemonUnreachable
 
     rows = None
     if not args.offline:

@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 
 from daemon import protocol as p
-from ikictl.client import AUTOSTART_WAIT, Client, DaemonUnreachable, connect, default_socket
-
-EXIT_OK, EXIT_ERROR, EXIT_UNREACHABLE = 0, 1, 3
+from ikictl._errors import EXIT_ERROR, EXIT_OK, DaemonUnreachable
+from ikictl.client import AUTOSTART_WAIT, Client, connect, default_socket
 
 
 def _env_for(sock: str) -> dict[str, str]:

@@ -6,10 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 
-class UnknownProvider(ValueError):
-    pass
-
-
 def catalog_models(provider: str | None = None) -> list[dict[str, Any]]:
     """Rows shaped like the daemon's ``models.list`` answer."""
     from providers.catalog import default_catalog
@@ -17,7 +13,7 @@ def catalog_models(provider: str | None = None) -> list[dict[str, Any]]:
 
     catalog = default_catalog()
     if provider and provider not in catalog.providers:
-        from ikictl.commands import UsageError
+        from ikictl._errors import UsageError
 
         raise UsageError(f"unknown provider {provider!r} (providers: {', '.join(catalog.providers)})")
     return [

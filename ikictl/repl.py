@@ -16,9 +16,10 @@ from pathlib import Path
 
 from daemon import protocol as p
 from ikictl import render
-from ikictl.client import Client, DaemonUnreachable
+from ikictl._errors import EXIT_INTERRUPTED, DaemonUnreachable
+from ikictl.client import Client
 from ikictl.commands import client
-from ikictl.stream import EXIT_INTERRUPTED, EventPrinter, run_turn
+from ikictl.stream import EventPrinter, run_turn
 
 HELP = """\
 commands (anything else is a prompt to the current agent):

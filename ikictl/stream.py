@@ -8,10 +8,9 @@ import sys
 from typing import Any, TextIO
 
 from daemon import protocol as p
+from ikictl._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from ikictl.client import Client
 from ikictl.render import CYAN, DIM, RED, YELLOW, Style, error_text, money, ndjson, num, one_line
-
-EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 130
 
 
 class EventPrinter:

@@ -1,0 +1,62 @@
+"""What an actor needs from the world, passed down to it in one object.
+
+The actor reaches for nothing: the store, the provider pool, the tools, the
+settings, the operations its agent tools may call and the few things only the
+supervisor knows (names of other agents, whose mail a wait is holding) all
+come in ``ActorDeps``. A test can build one around a real store and a fake
+provider and run an actor with no supervisor at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from providers.modelspec import ResolvedModel
+from providers.types import ThinkingLevel
+
+from .pool import ProviderPool
+from .retry import RetryPolicy
+from .store import AsyncStore
+from .tools import AgentOps, ToolRegistry
+
+
+@dataclass
+class AgentConfig:
+    max_tool_turns: int = 50
+    max_output_tokens: int = 4096
+    tool_concurrency: int = 8
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    event_keep: int = 256
+    subscriber_buffer: int = 512
+    cwd: Path = field(default_factory=Path.cwd)
+    fallbacks: list[str] = field(default_factory=list)  # MODEL[/THINKING] tried on retryable errors
+
+
+class Neighbours(Protocol):
+    """What an actor asks of the agents around it (the supervisor answers)."""
+
+    def label_of(self, uuid: str) -> str:
+        """'name (uuid)' of a live agent, else the uuid."""
+        ...
+
+    def awaited_by(self, uuid: str) -> set[str]:
+        """Agents whose mail to ``uuid`` belongs to a wait it is in, not to its inbox."""
+        ...
+
+    def turn_finished(self, uuid: str) -> None:
+        """A turn of ``uuid`` ended (waits re-check)."""
+        ...
+
+    def resolve_model(self, text: str, *, current_thinking: ThinkingLevel = "none") -> ResolvedModel: ...
+
+
+@dataclass(frozen=True)
+class ActorDeps:
+    db: AsyncStore
+    pool: ProviderPool
+    tools: ToolRegistry
+    config: AgentConfig
+    neighbours: Neighbours
+    ops: AgentOps | None = None  # None: the agent tools (fork, kill, send, wait) are not offered

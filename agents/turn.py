@@ -1,0 +1,289 @@
+"""One turn: its state and its loop.
+
+store the user message (with the queue row, durably) -> request from the
+replayed context -> stream from the provider, publishing every event -> store
+the assistant message -> run its tool calls (concurrently, bounded) -> store
+the results -> again, until the model stops, the tool-turn limit is reached,
+or the turn is cancelled. A turn cancelled mid-way is marked interrupted:
+kept in history, left out of the context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import structlog
+import trio
+
+from providers.accumulate import Accumulator
+from providers.errors import transport_error
+from providers.secrets import scrub
+from providers.types import (
+    Message,
+    ProviderError,
+    Request,
+    Response,
+    TextBlock,
+    ThinkingConfig,
+    ThinkingLevel,
+    ToolCallBlock,
+    ToolResultBlock,
+    Usage,
+)
+
+from .context import for_provider
+from .deps import ActorDeps
+from .events import (
+    AgentEvent,
+    AgentState,
+    FallbackUsed,
+    Notice,
+    RetryScheduled,
+    ToolFinished,
+    ToolStarted,
+    TurnStarted,
+    TurnStatus,
+)
+from .tools import ToolContext
+
+log = structlog.get_logger("ikigai.agents")
+
+_EVENT_CONTENT = 2000  # characters of a tool result shown in its event
+_PUBLISH_SLICE = 64  # events published between checkpoints, so subscribers keep up with a burst
+
+
+@dataclass
+class TurnResult:
+    turn: str
+    status: TurnStatus
+    reply: str
+    error: ProviderError | None = None
+    message: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+
+
+class TurnHost(Protocol):
+    """The actor a turn runs in, as the turn sees it."""
+
+    uuid: str
+    provider: str
+    model: str
+    thinking_level: ThinkingLevel
+    system_prompt: str
+
+    def publish(self, event: AgentEvent, turn: str | None = None) -> None: ...
+    def set_state(self, state: AgentState) -> None: ...
+    async def context(self) -> list[Message]: ...
+    def invalidate_context(self) -> None: ...
+
+
+class Turn:
+    """The state of one turn (its id, spend, cancel scope, first row) and the loop that runs it."""
+
+    def __init__(self, host: TurnHost, deps: ActorDeps, turn: str, text: str, queue_id: int | None) -> None:
+        self.host = host
+        self.deps = deps
+        self.id = turn
+        self.text = text
+        self.queue_id = queue_id
+        self.usage = Usage()
+        self.cost: float | None = 0.0
+        self.stop_at_boundary = False
+        self.scope = trio.CancelScope()  # made now, so a cancel before the turn starts still counts
+        self.first_row: int | None = None  # its user row, once stored
+
+    def cancel(self, *, at_boundary: bool = False) -> None:
+        if at_boundary:
+            self.stop_at_boundary = True
+        else:
+            self.scope.cancel()
+
+    async def run(self) -> TurnResult:
+        host, db = self.host, self.deps.db
+        host.publish(
+            TurnStarted(
+                prompt=self.text, provider=host.provider, model=host.model, thinking_level=host.thinking_level
+            ),
+            self.id,
+        )
+        status: TurnStatus = "completed"
+        error: ProviderError | None = None
+        message: str | None = None
+        crashed = False
+        context: list[Message] | None = None
+        with self.scope as scope:
+            try:
+                user = Message(role="user", content=[TextBlock(text=self.text)])
+                # shielded: a cancel that comes this early still finds the
+                # prompt in history (then marked interrupted), never lost
+                with trio.CancelScope(shield=True):
+                    context = await host.context()  # loaded before the append, or it would hold the prompt twice
+                    self.first_row = await db.start_turn(host.uuid, user, queue_id=self.queue_id, turn=self.id)
+                context.append(user)
+                status, error = await self._steps()
+                if status != "completed":  # a completed turn was closed with its last row
+                    await db.end_turn(host.uuid)
+            except Exception as exc:  # a bug in this turn must not end the agent or its siblings
+                crashed = True
+                message = scrub(f"internal error: {type(exc).__name__}: {exc}")
+                log.exception("turn crashed", agent=host.uuid, turn=self.id)
+        if scope.cancelled_caught or crashed:
+            status = "interrupted"
+            with trio.CancelScope(shield=True):
+                if self.first_row is not None:
+                    try:
+                        await db.append_interrupted(host.uuid, self.first_row)
+                    except Exception:
+                        log.exception("could not mark the turn interrupted", agent=host.uuid, turn=self.id)
+                host.invalidate_context()  # replay leaves the interrupted turn out
+                context = None
+        reply = ""
+        if context and context[-1].role == "assistant":
+            reply = context[-1].text
+        return TurnResult(
+            turn=self.id, status=status, reply=reply, error=error, message=message, usage=self.usage, cost_usd=self.cost
+        )
+
+    async def _steps(self) -> tuple[TurnStatus, ProviderError | None]:
+        host, cfg, db = self.host, self.deps.config, self.deps.db
+        for step in range(cfg.max_tool_turns + 1):
+            response, error = await self._call_model()
+            if response is None:
+                return "error", error
+            self._spend(response)
+            msg = Message(
+                role="assistant",
+                content=list(response.blocks),
+                provider=response.provider,
+                model=response.model or host.model,
+                thinking_level=host.thinking_level,
+                provider_data=response.provider_data,
+            )
+            calls = [b for b in response.blocks if isinstance(b, ToolCallBlock)]
+            await db.append_assistant(host.uuid, msg, response, end_turn=not calls)
+            (await host.context()).append(msg)
+            if not calls:
+                return "completed", None
+            if step == cfg.max_tool_turns:
+                await self._store_results(calls, f"not run: the tool-turn limit ({cfg.max_tool_turns}) was reached")
+                host.publish(Notice(text=f"tool-turn limit ({cfg.max_tool_turns}) reached"), self.id)
+                return "tool_limit", None
+            if self.stop_at_boundary:
+                await self._store_results(calls, "not run: the turn was cancelled")
+                return "cancelled", None
+            host.set_state("executing_tool")
+            for call in calls:
+                host.publish(ToolStarted(id=call.id, name=call.name, arguments=call.arguments), self.id)
+            ctx = ToolContext(agent_uuid=host.uuid, cwd=cfg.cwd, ops=self.deps.ops)
+            results = await self.deps.tools.run_all(calls, ctx, limit=cfg.tool_concurrency)
+            for call, result in zip(calls, results, strict=True):
+                host.publish(
+                    ToolFinished(
+                        id=call.id, name=call.name, is_error=result.is_error, content=result.content[:_EVENT_CONTENT]
+                    ),
+                    self.id,
+                )
+            tool_msg = Message(role="tool", content=list(results))
+            stop = self.stop_at_boundary
+            await db.append_tool_results(host.uuid, tool_msg, end_turn=stop)
+            (await host.context()).append(tool_msg)
+            if stop:
+                return "cancelled", None
+        return "tool_limit", None  # pragma: no cover - the loop returns on its last step
+
+    def _spend(self, response: Response) -> None:
+        host, catalog = self.host, self.deps.pool.catalog
+        self.usage = self.usage + response.usage
+        entry = catalog.lookup(response.provider or host.provider, response.model or host.model)
+        if entry is None:
+            entry = catalog.lookup(host.provider, host.model)
+        if entry is None or entry.prices is None or self.cost is None:
+            self.cost = None
+            return
+        u = response.usage
+        self.cost += entry.prices.cost(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cached_tokens=u.cached_tokens,
+            cache_write_tokens=u.cache_write_tokens,
+        )
+
+    async def _store_results(self, calls: list[ToolCallBlock], text: str) -> None:
+        results = [ToolResultBlock(tool_call_id=c.id, content=text, is_error=True, name=c.name) for c in calls]
+        msg = Message(role="tool", content=list(results))
+        await self.deps.db.append_tool_results(self.host.uuid, msg, end_turn=True)
+        (await self.host.context()).append(msg)
+
+    def _request(self, model: str, provider: str, level: ThinkingLevel, history: list[Message]) -> Request:
+        system = self.host.system_prompt
+        return Request(
+            model=model,
+            messages=for_provider(history, provider),
+            system=[TextBlock(text=system)] if system else [],
+            thinking=ThinkingConfig(level=level),
+            tools=self.deps.tools.definitions(),
+            max_output_tokens=self.deps.config.max_output_tokens,
+        )
+
+    def _targets(self) -> list[tuple[str, str, ThinkingLevel]]:
+        """The agent's model, then each configured fallback that differs from it."""
+        host = self.host
+        targets: list[tuple[str, str, ThinkingLevel]] = [(host.provider, host.model, host.thinking_level)]
+        for spec in self.deps.config.fallbacks:
+            try:
+                r = self.deps.neighbours.resolve_model(spec, current_thinking=host.thinking_level)
+            except ValueError:
+                continue
+            if (r.provider, r.model) != (host.provider, host.model):
+                targets.append((r.provider, r.model, r.thinking.level))
+        return targets
+
+    async def _call_model(self) -> tuple[Response | None, ProviderError | None]:
+        """Stream one response, retrying and falling back as the error allows."""
+        host = self.host
+        targets = self._targets()
+        history = await host.context()
+        error: ProviderError | None = None
+        for index, (provider_name, model, level) in enumerate(targets):
+            if index:
+                assert error is not None
+                host.publish(FallbackUsed(from_model=targets[index - 1][1], to_model=model, error=error), self.id)
+            request = self._request(model, provider_name, level, history)
+            attempt = 0
+            while True:
+                attempt += 1
+                host.set_state("waiting_for_llm")
+                acc = Accumulator(provider=provider_name)
+                provider = self.deps.pool.get(provider_name, model)
+                async with provider.stream(request) as events:
+                    burst = 0
+                    async for event in events:
+                        acc.feed(event)
+                        host.publish(event, self.id)
+                        burst += 1
+                        if burst == _PUBLISH_SLICE:
+                            # one network read can hold thousands of deltas:
+                            # let subscribers' forwarders run before their buffers fill
+                            burst = 0
+                            await trio.lowlevel.checkpoint()
+                if acc.error is None and acc.finish_reason is not None:
+                    return acc.response(), None
+                error = acc.error or transport_error(
+                    "network", "the stream ended without a final event", provider=provider_name
+                )
+                delay = self.deps.config.retry.delay(error, attempt)
+                if delay is None or self.stop_at_boundary:
+                    break
+                host.publish(
+                    RetryScheduled(
+                        attempt=attempt + 1, delay=delay, error=error, model=model, discarded_output=acc.has_output
+                    ),
+                    self.id,
+                )
+                host.set_state("retrying")
+                await trio.sleep(delay)
+            if not error.retryable or self.stop_at_boundary:
+                break
+        return None, error

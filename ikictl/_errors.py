@@ -1,0 +1,34 @@
+"""Exit codes and the errors ikictl maps to them, defined once.
+
+RpcError (an error answer from the daemon) is daemon.protocol's, the contract
+both sides import; it is not re-exported here so that importing this module
+costs nothing at start-up (``ikictl --version`` imports it).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_FOUND",
+    "EXIT_OK",
+    "EXIT_UNREACHABLE",
+    "EXIT_USAGE",
+    "DaemonUnreachable",
+    "UsageError",
+]
+
+EXIT_OK = 0
+EXIT_ERROR = 1  # the daemon refused, the turn failed...
+EXIT_USAGE = 2  # bad command-line input
+EXIT_UNREACHABLE = 3  # no daemon answers
+EXIT_NOT_FOUND = 4  # no such agent, or an ambiguous reference
+EXIT_INTERRUPTED = 130  # Ctrl+C
+
+
+class DaemonUnreachable(Exception):
+    """No daemon answers on the socket (exit code 3)."""
+
+
+class UsageError(Exception):
+    """Bad command-line input found after parsing (exit code 2)."""

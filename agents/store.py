@@ -21,6 +21,10 @@ T = TypeVar("T")
 
 
 class AsyncStore:
+    """The synchronous Store seen from trio: each call runs in a worker thread
+    (at most ``threads`` at once) and returns once its transaction is
+    committed. Thin on purpose: the store owns the SQL and the rules."""
+
     def __init__(self, store: Store, *, threads: int = 8) -> None:
         self.store = store
         self._limiter = trio.CapacityLimiter(threads)

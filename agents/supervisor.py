@@ -42,6 +42,11 @@ class AgentError(Exception):
 
 
 class Supervisor:
+    """Owns the nursery every actor runs in, the registry of live actors, and
+    what concerns several agents at once: fork, kill with descendants, mail,
+    waits. On start it restores what a stopped or killed daemon left. It is
+    the actors' Neighbours; the daemon's API calls its methods."""
+
     def __init__(
         self,
         db: AsyncStore,

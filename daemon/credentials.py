@@ -17,7 +17,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .config import text_fault, undecodable_field
+from ._jsontext import text_fault, undecodable_field
 from .logs import redact
 
 __all__ = ["CredentialsError", "load_credentials", "secret_values"]

@@ -83,11 +83,6 @@ def looks_binary(head: bytes) -> bool:
     return b"\0" in head[:_SNIFF]
 
 
-def is_binary_file(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return looks_binary(f.read(_SNIFF))
-
-
 async def in_thread(fn: Callable[[threading.Event], T]) -> T:
     """Run blocking ``fn(stop)`` in a worker thread. When the caller is
     cancelled, trio moves on at once and ``stop`` is set so ``fn`` can end

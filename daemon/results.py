@@ -1,0 +1,256 @@
+"""What every control method answers: the protocol's results, defined once.
+
+TypedDicts of the standard library, not msgspec Structs, so the one
+definition serves both sides: the daemon builds them (the type checker holds
+it to these shapes, and tests decode the real daemon's answers into them with
+msgspec in strict mode), and ``ikictl`` — which must not import msgspec at
+start-up — names them in its annotations only (``if TYPE_CHECKING``), at no
+cost. Params are in ``daemon.params``; docs/protocol.md shows each method.
+
+Timestamps are RFC 3339 text (``2026-11-23T20:29:03.123456Z``), as msgspec
+writes a datetime.
+"""
+
+# no ``from __future__ import annotations``: TypedDict must see NotRequired
+from typing import Any, Literal, NotRequired, TypedDict
+
+AgentState = Literal["idle", "waiting_for_llm", "executing_tool", "retrying"]
+TurnStatus = Literal["completed", "cancelled", "interrupted", "error", "tool_limit"]
+
+
+class Ok(TypedDict):
+    ok: bool
+
+
+class AgentCounts(TypedDict):
+    running: int
+    dead: int
+
+
+class Status(TypedDict):
+    version: str
+    pid: int
+    started_at: str
+    uptime: float
+    socket: str
+    database: str
+    agents: AgentCounts
+    connections: int
+    default_model: str
+
+
+class Prices(TypedDict):
+    input: float
+    output: float
+    cached_input: float | None
+
+
+class ModelRow(TypedDict):
+    """One row of ``models.list`` (and of ``ikictl models --offline``)."""
+
+    provider: str
+    model: str
+    aliases: list[str]
+    api: str
+    context_window: int | None
+    max_output_tokens: int | None
+    thinking: dict[str, str]  # none/low/med/high -> what that level means for this model
+    prices: Prices | None
+
+
+class ProviderRow(TypedDict):
+    name: str
+    label: str
+    api: str
+    base_url: str
+    key_env: list[str]
+    key_set: bool
+
+
+class ProviderCheck(TypedDict):
+    provider: str
+    ok: bool
+    status: NotRequired[int]
+    error: NotRequired[str]
+
+
+class ModelInfo(TypedDict):
+    provider: str
+    model: str
+    thinking_level: str
+    description: str
+    warnings: list[str]
+
+
+class AgentInfo(TypedDict):
+    uuid: str
+    name: str
+    parent: str | None
+    provider: str
+    model: str
+    thinking_level: str
+    system_prompt: str
+    status: str  # running | dead
+    state: AgentState | None  # None for a dead agent
+    current_turn: str | None
+    queued: int
+    created_at: str
+    ended_at: str | None
+
+
+class UsageBrief(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+
+
+class ListedAgent(AgentInfo):
+    usage: UsageBrief
+
+
+class UsageTotals(TypedDict):
+    provider: str | None
+    model: str | None
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    thinking_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    cost_usd: float | None
+
+
+class UsageReport(TypedDict):
+    agent_uuid: str
+    descendants: bool
+    agents: int
+    by_model: list[UsageTotals]
+    total: UsageTotals
+    unpriced: list[str]
+
+
+class AllUsage(TypedDict):
+    agents: int
+    roots: list[UsageReport]
+
+
+class LastTurn(TypedDict):
+    turn: str
+    status: TurnStatus
+    reply: str
+    error: dict[str, Any] | None
+
+
+class ShownAgent(AgentInfo):
+    usage: UsageTotals
+    last_turn: LastTurn | None
+
+
+class Created(TypedDict):
+    """``agent.create`` and ``agent.fork``."""
+
+    agent: AgentInfo
+    model: ModelInfo
+    turn: str | None
+
+
+class Queued(TypedDict):
+    turn: str
+    position: int
+
+
+class TokenUsage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    thinking_tokens: int
+    cached_tokens: int
+
+
+class TurnOutcome(TypedDict):
+    """``agent.prompt`` with ``wait: true``."""
+
+    turn: str
+    status: TurnStatus
+    reply: str
+    error: dict[str, Any] | None
+    usage: TokenUsage
+    cost_usd: float | None
+
+
+class Subscribed(TypedDict):
+    subscription: int
+    next_seq: int
+
+
+class Cancelled(TypedDict):
+    cancelled: bool
+
+
+class Killed(TypedDict):
+    killed: list[str]
+
+
+class HistoryRow(TypedDict):
+    id: int
+    agent: str
+    kind: str
+    content: str
+    data: dict[str, Any] | None
+    created_at: str
+
+
+class History(TypedDict):
+    messages: list[HistoryRow]
+    more: bool
+
+
+class MessageId(TypedDict):
+    message_id: int
+
+
+class MailId(TypedDict):
+    id: int
+
+
+# "from" is a Python keyword, hence the functional form
+Mail = TypedDict(
+    "Mail",
+    {
+        "id": int,
+        "from": str | None,
+        "to": str,
+        "body": str,
+        "created_at": str,
+        "read_at": str | None,
+    },
+)
+
+
+# The result type of each method (the keys are daemon.protocol's method names);
+# agent.prompt with wait answers TurnOutcome, agent.usage with no agent AllUsage.
+RESULTS: dict[str, Any] = {
+    "daemon.status": Status,
+    "daemon.shutdown": Ok,
+    "daemon.reload": Ok,
+    "models.list": list[ModelRow],
+    "providers.list": list[ProviderRow],
+    "providers.check": ProviderCheck,
+    "agent.create": Created,
+    "agent.list": list[ListedAgent],
+    "agent.show": ShownAgent,
+    "agent.prompt": Queued,
+    "agent.subscribe": Subscribed,
+    "agent.unsubscribe": Ok,
+    "agent.cancel": Cancelled,
+    "agent.kill": Killed,
+    "agent.fork": Created,
+    "agent.set_model": ModelInfo,
+    "agent.set_system": Ok,
+    "agent.history": History,
+    "agent.usage": UsageReport,
+    "agent.clear": MessageId,
+    "agent.mark": MessageId,
+    "agent.rewind": MessageId,
+    "mail.send": MailId,
+    "mail.inbox": list[Mail],
+}

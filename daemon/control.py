@@ -12,8 +12,10 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import socket
 import struct
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,7 +28,7 @@ from agents.events import Lagged
 
 from . import protocol as p
 from .logs import redact
-from .params import PARAMS, decode_params
+from .params import PARAMS, decode_params, excerpt, lone_surrogate
 
 log = structlog.get_logger("ikigai.control")
 
@@ -43,6 +45,30 @@ class _EventNote(msgspec.Struct):
     event: Any
 
 
+def _encode_event(note: _EventNote) -> bytes:
+    """An event as JSON. Should a text in it not be valid Unicode (a lone
+    surrogate from somewhere the daemon took it in unchecked), it goes out with
+    U+FFFD instead: the subscriber keeps every seq, and the daemon lives."""
+    try:
+        return _encoder.encode(note)
+    except UnicodeEncodeError:
+        log.exception("an event held invalid Unicode; sent with U+FFFD", agent=note.agent, seq=note.seq)
+        return _encoder.encode(_scrub(msgspec.to_builtins(note)))
+
+
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
 def peer_uid(sock: socket.socket) -> int | None:
     try:
         data = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -50,6 +76,80 @@ def peer_uid(sock: socket.socket) -> int | None:
         return None
     _pid, uid, _gid = struct.unpack("3i", data)
     return uid
+
+
+# One connection's requests being answered at once; more wait, as bytes, in its
+# backlog (so no client floods the store's threads); a client whose backlog
+# passes BACKLOG_LINES lines' worth is not read until it shrinks.
+MAX_IN_FLIGHT = 1024
+BACKLOG_LINES = 16
+
+
+class _Refusal(Exception):
+    """A line the daemon will not carry out: answered with ``error`` (unless
+    ``answer`` is false: a notification's failures are never answered)."""
+
+    def __init__(self, rid: Any, code: int, message: str, *, answer: bool = True) -> None:
+        super().__init__(message)
+        self.rid = rid
+        self.error = p.RpcError(code, message)
+        self.answer = answer
+
+
+# what a JSON string is, to skip it when counting brackets: up to its closing
+# quote, or to the end of an unclosed one (so each string is scanned once)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
+_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
+_SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 and -1 once read as signed bytes
+# a \uD800-\uDFFF escape, perhaps of a lone surrogate: only then is the request walked
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def parse_line(line: bytes) -> Any:
+    """One request line as JSON, or _Refusal (-32700). Strict UTF-8 (no lone
+    surrogates as raw bytes), no NaN or Infinity, and never nested deeper than
+    p.MAX_DEPTH: deeper nesting is refused before the recursive parser sees it."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _Refusal(None, p.PARSE_ERROR, f"parse error: invalid UTF-8 at byte {e.start}; a request line is UTF-8 text") from None
+    if _too_deep(line):
+        raise _Refusal(None, p.PARSE_ERROR, f"parse error: arrays and objects nested deeper than {p.MAX_DEPTH} levels")
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:  # RecursionError: cannot happen after _too_deep; kept as a guard
+        raise _Refusal(None, p.PARSE_ERROR, f"parse error: {excerpt(str(e))}") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _too_deep(line: bytes) -> bool:
+    """Is any point of ``line`` inside more than p.MAX_DEPTH brackets? Linear,
+    at C speed but for one step per 4096 brackets."""
+    if line.count(b"[") + line.count(b"{") <= p.MAX_DEPTH:
+        return False  # the common case: too few brackets to be too deep
+    signs = memoryview(_STRING.sub(b"", line).translate(_SIGNS, _NOT_BRACKET)).cast("b")
+    depth = 0
+    for start in range(0, len(signs), 4096):
+        depths = list(itertools.accumulate(signs[start : start + 4096], initial=depth))
+        if max(depths) > p.MAX_DEPTH:
+            return True
+        depth = depths[-1]
+    return False
+
+
+def _id_problem(rid: Any) -> str | None:
+    """Why ``rid`` cannot be a request id (None: it can). It is sent back in the
+    answer, so it must be encodable and small."""
+    if rid is None or (type(rid) is int and -p.MAX_INT <= rid <= p.MAX_INT):
+        return None
+    if isinstance(rid, str):
+        if len(rid) > p.MAX_ID:
+            return f"id: a string id has at most {p.MAX_ID} characters (this one has {len(rid)})"
+        return lone_surrogate(rid, ("id",))
+    return f"id must be a string (at most {p.MAX_ID} characters) or an integer from {-p.MAX_INT} to {p.MAX_INT}"
 
 
 class Connection:
@@ -66,6 +166,9 @@ class Connection:
         self.closed = False
         self._pending = 0  # requests being answered
         self._idle = trio.Event()  # set (and replaced) when _pending drops to 0
+        self._backlog: deque[bytes] = deque()  # lines read, waiting for room to be answered
+        self._backlog_bytes = 0
+        self._room = trio.Event()  # set (and replaced) when the backlog shrinks below its bound
 
     # ------------------------------------------------------------ sending
 
@@ -85,12 +188,25 @@ class Connection:
         self.send_bytes(_encoder.encode(message) + b"\n")
 
     def respond(self, id: Any, result: Any) -> None:
-        self.send_bytes(b'{"jsonrpc":"2.0","id":' + _encoder.encode(id) + b',"result":' + _encoder.encode(result) + b"}\n")
+        try:
+            line = b'{"jsonrpc":"2.0","id":' + _encoder.encode(id) + b',"result":' + _encoder.encode(result) + b"}\n"
+        except (TypeError, ValueError, OverflowError):  # UnicodeEncodeError is a ValueError
+            log.exception("could not encode an answer", connection=self.id)
+            self.fail(id, p.RpcError(p.INTERNAL_ERROR, "internal error: the answer could not be encoded; see the daemon log"))
+            return
+        self.send_bytes(line)
 
     def fail(self, id: Any, error: p.RpcError) -> None:
-        # errors quote providers and user input: keys never leave the daemon
-        payload = redact(msgspec.to_builtins(error.to_json()))
-        self.send({"jsonrpc": "2.0", "id": id, "error": payload})
+        try:
+            # errors quote providers and user input: keys never leave the daemon
+            payload = redact(msgspec.to_builtins(error.to_json()))
+            line = _encoder.encode({"jsonrpc": "2.0", "id": id, "error": payload}) + b"\n"
+        except (TypeError, ValueError, OverflowError):
+            log.exception("could not encode an error answer", connection=self.id, code=error.code)
+            line = _encoder.encode(
+                {"jsonrpc": "2.0", "id": id, "error": {"code": p.INTERNAL_ERROR, "message": "internal error: the error could not be encoded; see the daemon log"}}
+            ) + b"\n"
+        self.send_bytes(line)
 
     def close(self) -> None:
         if not self.closed:
@@ -124,7 +240,7 @@ class Connection:
             async for entry in sub:
                 self.send_bytes(
                     b'{"jsonrpc":"2.0","method":"agent.event","params":'
-                    + _encoder.encode(_EventNote(sid, entry.agent, entry.turn, entry.seq, entry.event))
+                    + _encode_event(_EventNote(sid, entry.agent, entry.turn, entry.seq, entry.event))
                     + b"}\n"
                 )
                 if isinstance(entry.event, Lagged) and sub.closed:
@@ -176,7 +292,9 @@ class Connection:
 
     async def _reader(self, nursery: trio.Nursery) -> None:
         limit = self.server.max_line
-        buf = b""
+        # a bytearray grows in place: a line trickled in byte by byte costs
+        # linear time, not a copy of all of it per read
+        buf = bytearray()
         while True:
             try:
                 data = await self.stream.receive_some(65536)
@@ -185,19 +303,30 @@ class Connection:
             if not data:
                 return
             buf += data
-            while True:
-                nl = buf.find(b"\n")
-                if nl < 0:
-                    break
-                line, buf = buf[:nl], buf[nl + 1 :]
+            if b"\n" not in data:
+                if len(buf) > limit:
+                    self._too_long()
+                    return
+                continue
+            *lines, rest = buf.split(b"\n")
+            buf = rest
+            for line in lines:
                 if len(line) > limit:
                     self._too_long()
                     return
-                if line.strip():
-                    self._dispatch(line, nursery)
+                if not line.strip():
+                    continue
+                if self._pending < MAX_IN_FLIGHT and not self._backlog:
+                    self._dispatch(bytes(line), nursery)
+                else:
+                    self._backlog.append(bytes(line))
+                    self._backlog_bytes += len(line)
             if len(buf) > limit:
                 self._too_long()
                 return
+            # a client pipelining without end waits here, in its socket, not in our memory
+            while self._backlog_bytes > limit * BACKLOG_LINES:
+                await self._room.wait()
 
     def _too_long(self) -> None:
         self.fail(None, p.RpcError(p.LINE_TOO_LONG, f"line longer than {self.server.max_line} bytes; closing"))
@@ -205,41 +334,72 @@ class Connection:
 
     def _dispatch(self, line: bytes, nursery: trio.Nursery) -> None:
         try:
-            msg = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as e:
-            self.fail(None, p.RpcError(p.PARSE_ERROR, f"parse error: {e}"))
+            call = self._request(line)
+        except _Refusal as r:
+            if r.answer:
+                self.fail(r.rid, r.error)
             return
-        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
-            rid = msg.get("id") if isinstance(msg, dict) else None
-            self.fail(rid, p.RpcError(p.INVALID_REQUEST, 'not a JSON-RPC 2.0 request: need {"jsonrpc": "2.0", "method": ..., "id": ...}'))
+        except Exception:
+            # a bug, not the client's fault: that request fails, nothing else
+            log.exception("could not take a request", connection=self.id, line=excerpt(line.decode(errors="replace")))
+            self.fail(None, p.RpcError(p.INTERNAL_ERROR, "internal error reading the request; see the daemon log"))
             return
+        self._pending += 1
+        nursery.start_soon(self._call, *call)
+
+    def _request(self, line: bytes) -> tuple[Any, str, Handler, Any]:
+        """(id, method, handler, params) of one line; _Refusal when it is not a
+        request the daemon can carry out."""
+        msg = parse_line(line)
+        if not isinstance(msg, dict):
+            raise _Refusal(None, p.INVALID_REQUEST, 'not a JSON-RPC 2.0 request: need {"jsonrpc": "2.0", "method": ..., "id": ...}')
         rid = msg.get("id")
-        if (rid is not None and not isinstance(rid, str | int)) or isinstance(rid, bool):
-            self.fail(None, p.RpcError(p.INVALID_REQUEST, "id must be a string or a number"))
-            return
+        problem = _id_problem(rid)
+        if problem is not None:
+            raise _Refusal(None, p.INVALID_REQUEST, problem)
+        if msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
+            raise _Refusal(rid, p.INVALID_REQUEST, 'not a JSON-RPC 2.0 request: need {"jsonrpc": "2.0", "method": ..., "id": ...}')
         method = msg["method"]
+        if _MAYBE_SURROGATE.search(line):
+            for key, value in msg.items():
+                where = lone_surrogate({key: value})
+                if where is None:
+                    continue
+                if key == "params":
+                    raise _Refusal(rid, p.INVALID_PARAMS, f"invalid params for {excerpt(method)}: {where}", answer=rid is not None)
+                raise _Refusal(rid, p.INVALID_REQUEST, where)
         handler = self.server.handlers.get(method)
         if handler is None:
-            if rid is not None:
-                self.fail(rid, p.RpcError(p.METHOD_NOT_FOUND, f"unknown method {method!r}"))
-            return
+            raise _Refusal(rid, p.METHOD_NOT_FOUND, f"unknown method {excerpt(method)!r}", answer=rid is not None)
         try:
             params = decode_params(method, msg.get("params"))
         except p.RpcError as e:
-            if rid is not None:
-                self.fail(rid, e)
-            return
-        self._pending += 1
-        nursery.start_soon(self._call, rid, method, handler, params)
+            raise _Refusal(rid, e.code, e.message, answer=rid is not None) from None
+        return rid, method, handler, params
 
     async def _call(self, rid: Any, method: str, handler: Handler, params: Any) -> None:
         try:
             await self._answer(rid, method, handler, params)
         finally:
             self._pending -= 1
+            if self._backlog:
+                self._next_from_backlog()
             if not self._pending:
                 self._idle.set()
                 self._idle = trio.Event()
+
+    def _next_from_backlog(self) -> None:
+        assert self.nursery is not None
+        if self.closed:  # dropped: what it still asked is not worth parsing
+            self._backlog.clear()
+            self._backlog_bytes = 0
+        while self._backlog and self._pending < MAX_IN_FLIGHT:
+            line = self._backlog.popleft()
+            self._backlog_bytes -= len(line)
+            self._dispatch(line, self.nursery)
+        if self._backlog_bytes <= self.server.max_line * BACKLOG_LINES:
+            self._room.set()
+            self._room = trio.Event()
 
     async def _answer(self, rid: Any, method: str, handler: Handler, params: Any) -> None:
         try:
@@ -302,6 +462,9 @@ class ControlServer:
         self.connections.add(conn)
         try:
             await conn.run()
+        except Exception:
+            # the last guard: a bug in one connection closes it, never the daemon
+            log.exception("connection failed; closing it", connection=conn.id)
         finally:
             self.connections.discard(conn)
             with trio.CancelScope(shield=True):

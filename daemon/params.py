@@ -4,11 +4,22 @@ field. Clients need not import this (see daemon/protocol.py)."""
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 from . import protocol as p
+
+# Names, refs and model texts are short: a bound keeps every error that quotes
+# them short too. Prompts, system texts and mail may fill a line.
+Ref = Annotated[str, Meta(max_length=p.MAX_NAME)]
+# the handlers check the lower bound of counts with their own message
+Count = Annotated[int, Meta(le=p.MAX_INT)]
+RowId = Annotated[int, Meta(ge=0, le=p.MAX_INT)]
+
+EXCERPT = 200  # characters of client text an error message may quote
 
 
 class _P(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -20,20 +31,20 @@ class NoParams(_P):
 
 
 class ModelsList(_P):
-    provider: str | None = None
+    provider: Ref | None = None
 
 
 class ProvidersCheck(_P):
-    provider: str
+    provider: Ref
 
 
 class AgentRef(_P):
-    agent: str
+    agent: Ref
 
 
 class Create(_P):
-    model: str | None = None
-    name: str | None = None
+    model: Ref | None = None
+    name: Ref | None = None
     system: str = ""
     prompt: str | None = None
     wait: bool = False
@@ -44,69 +55,69 @@ class ListAgents(_P):
 
 
 class Prompt(_P):
-    agent: str
+    agent: Ref
     text: str
     wait: bool = False
 
 
 class Subscribe(_P):
-    agent: str
-    from_seq: int | None = None
+    agent: Ref
+    from_seq: Count | None = None
 
 
 class Unsubscribe(_P):
-    subscription: int
+    subscription: RowId
 
 
 class Cancel(_P):
-    agent: str
+    agent: Ref
     at_boundary: bool = False
 
 
 class Fork(_P):
-    agent: str
-    model: str | None = None
-    at: int | None = None
-    name: str | None = None
+    agent: Ref
+    model: Ref | None = None
+    at: RowId | None = None
+    name: Ref | None = None
     prompt: str | None = None
     wait: bool = False
 
 
 class SetModel(_P):
-    agent: str
-    model: str
+    agent: Ref
+    model: Ref
     queue: bool = False
 
 
 class SetSystem(_P):
-    agent: str
+    agent: Ref
     text: str
 
 
 class History(_P):
-    agent: str
-    limit: int | None = msgspec.field(default=None)
-    before: int | None = None
+    agent: Ref
+    limit: Count | None = msgspec.field(default=None)
+    before: RowId | None = None
 
 
 class Usage(_P):
-    agent: str | None = None
+    agent: Ref | None = None
     descendants: bool = False
 
 
 class Label(_P):
-    agent: str
-    label: str | None = None
+    agent: Ref
+    label: Ref | None = None
 
 
 class MailSend(_P):
-    to: str
+    to: Ref
     text: str
-    from_: str | None = msgspec.field(default=None, name="from")
+    from_: Ref | None = msgspec.field(default=None, name="from")
 
 
 class Inbox(_P):
-    agent: str
+    agent: Ref
     unread: bool = True
 
 
@@ -147,6 +158,14 @@ def decode_params(method: str, raw: object) -> _P:
         raw = {}
     if not isinstance(raw, dict):
         raise p.RpcError(p.INVALID_PARAMS, "params must be an object")
+    names = _FIELDS[kind]
+    for key, value in raw.items():
+        # checked here, not left to msgspec: its message would quote the whole key
+        if key not in names:
+            raise p.RpcError(p.INVALID_PARAMS, f"invalid params for {method}: Object contains unknown field `{excerpt(key)}`")
+        if key in _REF_FIELDS and isinstance(value, str) and "\x00" in value:
+            at = value.index("\x00")
+            raise p.RpcError(p.INVALID_PARAMS, f"invalid params for {method}: {key}: contains a NUL character (at character {at})")
     try:
         return msgspec.convert(raw, type=kind)
     except msgspec.ValidationError as e:
@@ -154,5 +173,107 @@ def decode_params(method: str, raw: object) -> _P:
         # msgspec says "... - at `$.agent`": name the field plainly
         if " - at `$." in text:
             what, _, where = text.rpartition(" - at `$.")
-            text = f"{where.rstrip('`')}: {what}"
-        raise p.RpcError(p.INVALID_PARAMS, f"invalid params for {method}: {text}") from None
+            field = where.rstrip("`")
+            bounds = _int_bounds(kind, field) if what.startswith("Expected `int` ") else None
+            if bounds is not None:
+                what = bounds
+            text = f"{field}: {what}"
+        raise p.RpcError(p.INVALID_PARAMS, f"invalid params for {method}: {excerpt(text, 2 * EXCERPT)}") from None
+
+
+# fields that name something (an agent, a model...): never a NUL, which no
+# name holds and PostgreSQL text cannot store
+_REF_FIELDS = frozenset({"agent", "to", "from", "name", "label", "model", "provider"})
+_FIELDS: dict[type[_P], frozenset[str]] = {
+    kind: frozenset(f.encode_name for f in msgspec.structs.fields(kind)) for kind in set(PARAMS.values())
+}
+
+
+def _int_bounds(kind: type[_P], field: str) -> str | None:
+    """The whole allowed range of an int field (msgspec names only the bound broken)."""
+    for f in msgspec.inspect.type_info(kind).fields:  # type: ignore[attr-defined]
+        if f.encode_name != field:
+            continue
+        options = f.type.types if isinstance(f.type, msgspec.inspect.UnionType) else (f.type,)
+        for t in options:
+            if isinstance(t, msgspec.inspect.IntType):
+                if t.ge is not None and t.le is not None:
+                    return f"must be an integer from {t.ge} to {t.le}"
+                if t.le is not None:
+                    return f"must be an integer at most {t.le}"
+    return None
+
+
+def excerpt(text: str, limit: int = EXCERPT) -> str:
+    """At most ``limit`` characters of client text, to quote in an error."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
+# ------------------------------------------------------------------ lone surrogates
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(value: Any, root: tuple[str | int, ...] = ()) -> str | None:
+    """Where the first lone surrogate in a decoded JSON value is, said plainly
+    (None: there is none). A surrogate cannot be encoded as UTF-8: once taken
+    in, it would fail the answer, an event or a database row much later."""
+    found = _find_surrogate(value)
+    if found is None:
+        return None
+    back, match, in_key = found
+    path = (*root, *reversed(back))
+    if in_key:
+        return f"{_where(path)}: a key contains a lone surrogate ({_escaped(match)}); keys must be valid Unicode"
+    what = excerpt(path[-1], 40) if path and isinstance(path[-1], str) else "every string"
+    return f"{_where(path)}: contains a lone surrogate ({_escaped(match)}); {what} must be valid Unicode"
+
+
+def _find_surrogate(item: Any) -> tuple[list[str | int], re.Match[str], bool] | None:
+    """(the path to it, innermost first; the match; in a key?). Recursive: the
+    parser refused anything nested deeper than p.MAX_DEPTH. Tight loops with
+    exact type tests: this runs on the event loop over up to a whole line."""
+    kind = type(item)
+    if kind is str:
+        match = None if item.isascii() else _SURROGATE.search(item)
+        return None if match is None else ([], match, False)
+    if kind is list:
+        for i, v in enumerate(item):
+            t = type(v)
+            if t is str:
+                if not v.isascii() and (match := _SURROGATE.search(v)):
+                    return [i], match, False
+            elif t is list or t is dict:
+                inner = _find_surrogate(v)
+                if inner is not None:
+                    inner[0].append(i)
+                    return inner
+    elif kind is dict:
+        for k, v in item.items():
+            if not k.isascii() and (match := _SURROGATE.search(k)):
+                return [], match, True
+            t = type(v)
+            if t is str:
+                if not v.isascii() and (match := _SURROGATE.search(v)):
+                    return [k], match, False
+            elif t is list or t is dict:
+                inner = _find_surrogate(v)
+                if inner is not None:
+                    inner[0].append(k)
+                    return inner
+    return None
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x} at character {found.start()}"
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    if not path:
+        return "request"
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f"{'.' if out else ''}{excerpt(part, 40)}"
+    return out

@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 
 VERSION = 1
 MAX_LINE = 1 << 20  # bytes; a longer line is refused and that connection closed
+# Limits on what a request may hold (docs/protocol.md, "Errors"): deeper
+# nesting is refused before it is parsed, the rest is -32602 naming the field.
+MAX_DEPTH = 64  # arrays and objects nested in one line
+MAX_INT = (1 << 53) - 1  # ids, seqs, limits, message ids: what JSON numbers hold exactly
+MAX_ID = 256  # characters of a string request id
+MAX_NAME = 256  # characters of an agent reference, name, label, model or provider text
 
 # ------------------------------------------------------------------ methods
 

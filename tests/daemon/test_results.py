@@ -57,7 +57,7 @@ async def test_every_answer_has_its_declared_shape(daemon, fake_provider, nurser
     fake_provider.push(Reply(text="hi there"))
     created = check("agent.create", await c.call("agent.create", name="r", prompt="hello"))
     with trio.fail_after(10):
-        while (await c.call("agent.show", agent="r"))["current_turn"] is not None:
+        while (await c.call("agent.show", agent="r"))["current_turn"] is not None:  # noqa: ASYNC110 - polls the daemon
             await trio.sleep(0.02)
     check("agent.list", await c.call("agent.list", include_dead=True))
     check("agent.show", await c.call("agent.show", agent="r"))

@@ -106,13 +106,15 @@ def _sqlite_engine(u: URL, *, foreign_keys: bool, synchronous: Synchronous, echo
         )
     memory = is_memory_sqlite(u)
     if not memory and u.database is not None and not u.database.startswith("file:"):
-        u = u.set(database=str(Path(u.database).expanduser()))
-        folder = Path(u.database).resolve().parent
+        path = Path(u.database).expanduser()
+        u = u.set(database=str(path))
+        folder = path.resolve().parent
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as e:
             raise DatabaseUnreachable(
-                f"cannot open SQLite database {u.database}: cannot create folder {folder}: {e.strerror}"
+                f"cannot open SQLite database {u.database}: "
+                f"cannot create folder {folder}: {e.strerror}"
             ) from None
     kwargs: dict[str, Any] = {}
     if memory:

@@ -8,7 +8,8 @@ class StoreError(Exception):
 
 
 class DatabaseUnreachable(StoreError):
-    """The database cannot be opened or connected to (the message names the URL, never a password)."""
+    """The database cannot be opened or connected to (the message names the
+    URL, never a password)."""
 
 
 class SchemaOutOfDate(StoreError):

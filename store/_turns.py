@@ -12,49 +12,24 @@ exactly one place (queued or in history) and no half turn is replayed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from datetime import datetime
 
 import sqlalchemy as sa
 
 from providers.types import Message
 
+from ._base import StoreBase
 from ._errors import AgentNotFound, InvalidEntry
+from ._rows import Prepared, now, queued_record, user_row
 from ._schema import agents, mail, prompt_queue
 from ._types import MessageRecord, QueuedPrompt
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-class _Host(Protocol):
-    """What these methods need of the Store they are mixed into."""
-
-    def _write(self) -> AbstractContextManager[sa.Connection]: ...
-    def _read(self) -> AbstractContextManager[sa.Connection]: ...
-    def _agent_row(self, conn: sa.Connection, uuid: str) -> Any: ...
-    def _prepare_user(self, message: Message, data: dict[str, Any]) -> Any: ...
-    def _insert(self, conn: sa.Connection, agent_uuid: str, rows: Sequence[Any]) -> list[MessageRecord]: ...
-
-
-def _queued(r: Any) -> QueuedPrompt:
-    return QueuedPrompt(
-        id=r.id,
-        agent_uuid=r.agent_uuid,
-        turn=r.turn,
-        text=r.text,
-        mail_ids=list(r.mail_ids or []),
-        created_at=r.created_at,
-    )
-
-
-class TurnsMixin:
+class TurnsMixin(StoreBase):
     """Store methods for the queue and turn boundaries (see the module doc)."""
 
     def enqueue_prompt(
-        self: _Host, agent_uuid: str, turn: str, text: str, *, mail_ids: Sequence[int] = ()
+        self, agent_uuid: str, turn: str, text: str, *, mail_ids: Sequence[int] = ()
     ) -> QueuedPrompt:
         """Queue a prompt, committed when this returns. With ``mail_ids`` the
         prompt delivers that mail: it is marked read in the same transaction,
@@ -63,13 +38,15 @@ class TurnsMixin:
             row = self._agent_row(conn, agent_uuid)
             if row.status == "dead":
                 raise InvalidEntry(f"agent {row.name} ({agent_uuid}) is dead: it takes no prompts")
-            now = _now()
+            at = now()
             ids = list(mail_ids)
             if ids:
                 changed = conn.execute(
                     mail.update()
-                    .where(mail.c.to_uuid == agent_uuid, mail.c.id.in_(ids), mail.c.read_at.is_(None))
-                    .values(read_at=now)
+                    .where(
+                        mail.c.to_uuid == agent_uuid, mail.c.id.in_(ids), mail.c.read_at.is_(None)
+                    )
+                    .values(read_at=at)
                 ).rowcount
                 if changed != len(ids):
                     raise InvalidEntry(f"mail {ids} to agent {agent_uuid} is not all unread")
@@ -78,13 +55,15 @@ class TurnsMixin:
                 "turn": turn,
                 "text": text,
                 "mail_ids": ids or None,
-                "created_at": now,
+                "created_at": at,
                 "dropped_at": None,
             }
             new_id = conn.execute(prompt_queue.insert(), values).inserted_primary_key[0]  # type: ignore[index]
-        return QueuedPrompt(id=new_id, agent_uuid=agent_uuid, turn=turn, text=text, mail_ids=ids, created_at=now)
+        return QueuedPrompt(
+            id=new_id, agent_uuid=agent_uuid, turn=turn, text=text, mail_ids=ids, created_at=at
+        )
 
-    def queued_prompts(self: _Host, agent_uuid: str | None = None) -> list[QueuedPrompt]:
+    def queued_prompts(self, agent_uuid: str | None = None) -> list[QueuedPrompt]:
         """Prompts acknowledged and not started (nor dropped), oldest first;
         every live agent's when ``agent_uuid`` is None (one query, for restore)."""
         q = prompt_queue.c
@@ -92,10 +71,10 @@ class TurnsMixin:
         if agent_uuid is not None:
             stmt = stmt.where(q.agent_uuid == agent_uuid)
         with self._read() as conn:
-            return [_queued(r) for r in conn.execute(stmt)]
+            return [queued_record(r) for r in conn.execute(stmt)]
 
     def start_turn(
-        self: _Host, agent_uuid: str, message: Message, *, queue_id: int | None, turn: str
+        self, agent_uuid: str, message: Message, *, queue_id: int | None, turn: str
     ) -> MessageRecord:
         """The turn's user row, the queue row gone and the turn marked open: one transaction."""
         with self._write() as conn:
@@ -109,33 +88,39 @@ class TurnsMixin:
                     )
                 ).rowcount
                 if gone != 1:
-                    raise InvalidEntry(f"queued prompt {queue_id} of agent {agent_uuid} is not pending")
-            record = self._insert(conn, agent_uuid, [self._prepare_user(message, {"turn": turn})])[0]
-            conn.execute(agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=record.id))
+                    raise InvalidEntry(
+                        f"queued prompt {queue_id} of agent {agent_uuid} is not pending"
+                    )
+            record = self._insert(conn, agent_uuid, [user_row(message, {"turn": turn})])[0]
+            conn.execute(
+                agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=record.id)
+            )
         return record
 
-    def end_turn(self: _Host, agent_uuid: str) -> None:
+    def end_turn(self, agent_uuid: str) -> None:
         """The running turn ended with no row of its own to write (an error)."""
         with self._write() as conn:
             conn.execute(agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=None))
 
-    def open_turns(self: _Host) -> list[tuple[str, int]]:
+    def open_turns(self) -> list[tuple[str, int]]:
         """(agent, first row) of every turn a killed daemon left running."""
         with self._read() as conn:
             rows = conn.execute(
-                sa.select(agents.c.uuid, agents.c.turn_start).where(agents.c.turn_start.is_not(None))
+                sa.select(agents.c.uuid, agents.c.turn_start).where(
+                    agents.c.turn_start.is_not(None)
+                )
             ).all()
         return [(r.uuid, r.turn_start) for r in rows]
 
-    def close_open_turns(self: _Host, reason: str) -> list[tuple[str, int]]:
+    def close_open_turns(self, reason: str) -> list[tuple[str, int]]:
         """Mark every turn a killed daemon left running interrupted (its rows
         stay in history and leave the context, as after a cancel). Returns
         (agent, first row) of each."""
         closed = []
-        for agent_uuid, start in TurnsMixin.open_turns(self):  # type: ignore[arg-type]
+        for agent_uuid, start in self.open_turns():
             with self._write() as conn:
                 data = {"turn_start": start, "reason": reason}
-                self._insert(conn, agent_uuid, [("interrupted", reason, data, None, None)])
+                self._insert(conn, agent_uuid, [Prepared("interrupted", reason, data)])
                 conn.execute(
                     agents.update()
                     .where(agents.c.uuid == agent_uuid, agents.c.turn_start == start)
@@ -144,23 +129,25 @@ class TurnsMixin:
             closed.append((agent_uuid, start))
         return closed
 
-    def drop_queued(self: _Host, agent_uuid: str) -> int:
+    def drop_queued(self, agent_uuid: str) -> int:
         """Set aside the agent's pending prompts (it was killed): kept, never run."""
         with self._write() as conn:
-            return conn.execute(
-                prompt_queue.update()
-                .where(prompt_queue.c.agent_uuid == agent_uuid, prompt_queue.c.dropped_at.is_(None))
-                .values(dropped_at=_now())
-            ).rowcount
-
-    def agents_with_unread_mail(self: _Host) -> set[str]:
-        with self._read() as conn:
-            rows = conn.execute(sa.select(mail.c.to_uuid).where(mail.c.read_at.is_(None)).distinct())
-            return {r[0] for r in rows}
+            return drop_pending(conn, agent_uuid, now())
 
 
 def turn_closed(conn: sa.Connection, agent_uuid: str) -> None:
     """Clear the open-turn mark, inside the transaction writing the turn's last row."""
-    result = conn.execute(agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=None))
+    result = conn.execute(
+        agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=None)
+    )
     if result.rowcount != 1:
         raise AgentNotFound(f"no agent has the id {agent_uuid!r}")
+
+
+def drop_pending(conn: sa.Connection, agent_uuid: str, at: datetime) -> int:
+    """Set the agent's pending prompts aside (kept, never run); how many there were."""
+    return conn.execute(
+        prompt_queue.update()
+        .where(prompt_queue.c.agent_uuid == agent_uuid, prompt_queue.c.dropped_at.is_(None))
+        .values(dropped_at=at)
+    ).rowcount

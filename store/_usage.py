@@ -10,6 +10,8 @@ import sqlalchemy as sa
 
 from providers.catalog import Catalog, Prices
 
+from ._agents import subtree
+from ._base import StoreBase
 from ._schema import message_usage
 from ._types import UsageReport, UsageTotals
 
@@ -102,3 +104,35 @@ def report(
         total=total,
         unpriced=sorted(unpriced),
     )
+
+
+class UsageMixin(StoreBase):
+    """Store methods for token totals and cost (see the module doc)."""
+
+    def usage_totals(self) -> dict[str, UsageTotals]:
+        """Every agent's own totals (tokens and cost), in one query: for
+        listings of many agents, where usage() per agent would be a query each."""
+        with self._read() as conn:
+            rows = conn.execute(usage_by_agent_query()).all()
+        per_agent: dict[str, list[Any]] = {}
+        for r in rows:
+            per_agent.setdefault(r.agent_uuid, []).append(r)
+        return {
+            uuid: report(uuid, descendants=False, agents=1, rows=group, catalog=self.catalog).total
+            for uuid, group in per_agent.items()
+        }
+
+    def usage(self, agent_uuid: str, *, descendants: bool = False) -> UsageReport:
+        """Tokens and cost of the agent's own turns (not inherited ones), or of
+        it and every descendant, per (provider, model as reported) and in total."""
+        with self._read() as conn:
+            self._agent_row(conn, agent_uuid)
+            if descendants:
+                sub = subtree(agent_uuid)
+                uuids = list(conn.execute(sa.select(sub.c.uuid)).scalars())
+            else:
+                uuids = [agent_uuid]
+            rows = conn.execute(usage_query(uuids)).all()
+        return report(
+            agent_uuid, descendants=descendants, agents=len(uuids), rows=rows, catalog=self.catalog
+        )

@@ -1,0 +1,294 @@
+"""Agents: creation, lookup by id or name, the tree, death, model and system
+prompt changes, and forks (a new agent inheriting history without a copy)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import exc
+
+from . import _replay
+from ._base import StoreBase
+from ._errors import AgentNotFound, AmbiguousAgent, BadForkPoint, NameTaken
+from ._ids import uuid7
+from ._rows import MAX_NAME, Prepared, agent_record, check_level, check_name, now
+from ._schema import agents, messages
+from ._turns import drop_pending
+from ._types import AgentRecord
+
+_HEXISH = re.compile(r"^[0-9a-fA-F-]{4,36}$")
+
+
+class AgentsMixin(StoreBase):
+    """Store methods for agents (see the module doc)."""
+
+    def create_agent(
+        self,
+        name: str,
+        *,
+        provider: str,
+        model: str,
+        thinking_level: str = "none",
+        system_prompt: str = "",
+        parent_uuid: str | None = None,
+    ) -> AgentRecord:
+        """A new running agent with an empty history. ``parent_uuid`` places it
+        in the tree (a spawned child) without inheriting history; see fork()."""
+        check_name(name)
+        check_level(thinking_level)
+        with self._write() as conn:
+            if parent_uuid is not None:
+                self._agent_row(conn, parent_uuid)
+            record = self._insert_agent(
+                conn,
+                name=name,
+                parent_uuid=parent_uuid,
+                fork_message_id=None,
+                provider=provider,
+                model=model,
+                thinking_level=thinking_level,
+                system_prompt=system_prompt,
+            )
+            if system_prompt:
+                self._insert(conn, record.uuid, [Prepared("system", system_prompt)])
+        self._ranges[record.uuid] = ((record.uuid, None),)
+        return record
+
+    def get_agent(self, uuid: str) -> AgentRecord:
+        """The agent with exactly this id; AgentNotFound otherwise."""
+        with self._read() as conn:
+            return agent_record(self._agent_row(conn, uuid))
+
+    def find_agents(self, ref: str) -> list[AgentRecord]:
+        """Agents ``ref`` may mean: the exact id, live agents of that name, ids
+        starting with it, dead agents of that name — in that order, no repeats."""
+        ref = ref.strip()
+        a = agents.c
+        with self._read() as conn:
+            found = conn.execute(
+                sa.select(agents).where(a.name == ref).order_by(a.uuid.desc())
+            ).all()
+            live = [r for r in found if r.status != "dead"]
+            dead = [r for r in found if r.status == "dead"]
+            by_id: Sequence[Any] = ()
+            if _HEXISH.match(ref):
+                prefix = ref.lower()
+                by_id = conn.execute(
+                    sa.select(agents).where(a.uuid.startswith(prefix)).order_by(a.uuid)
+                ).all()
+        out: list[AgentRecord] = []
+        seen: set[str] = set()
+        exact = [r for r in by_id if r.uuid == ref.lower()]
+        for r in [*exact, *live, *by_id, *dead]:
+            if r.uuid not in seen:
+                seen.add(r.uuid)
+                out.append(agent_record(r))
+        return out
+
+    def resolve(self, ref: str) -> AgentRecord:
+        """The one agent ``ref`` names: exact id, else the live agent of that
+        name, else the only id starting with it, else the newest dead agent of
+        that name. AgentNotFound or AmbiguousAgent (listing the candidates)."""
+        ref = ref.strip()
+        candidates = self.find_agents(ref)
+        if not candidates:
+            raise AgentNotFound(f"no agent has the id or name {ref!r}")
+        exact = [c for c in candidates if c.uuid == ref.lower()]
+        if exact:
+            return exact[0]
+        live = [c for c in candidates if c.name == ref and c.alive]
+        if live:
+            return live[0]
+        prefixed = [c for c in candidates if c.uuid.startswith(ref.lower())]
+        if len(prefixed) == 1:
+            return prefixed[0]
+        if len(prefixed) > 1:
+            listed = ", ".join(f"{c.uuid} ({c.name})" for c in prefixed[:10])
+            raise AmbiguousAgent(f"{ref!r} is the start of {len(prefixed)} agent ids: {listed}")
+        return candidates[0]  # newest dead agent of that name
+
+    def list_agents(
+        self, *, include_dead: bool = False, parent_uuid: str | None = None
+    ) -> list[AgentRecord]:
+        """Agents, oldest first; only live ones unless ``include_dead``; only the
+        direct children of ``parent_uuid`` when given."""
+        a = agents.c
+        q = sa.select(agents).order_by(a.uuid)
+        if not include_dead:
+            q = q.where(a.status != "dead")
+        if parent_uuid is not None:
+            q = q.where(a.parent_uuid == parent_uuid)
+        with self._read() as conn:
+            return [agent_record(r) for r in conn.execute(q)]
+
+    def descendants(self, uuid: str, *, include_dead: bool = False) -> list[AgentRecord]:
+        """Every agent below ``uuid`` in the tree (not itself), oldest first —
+        what a kill must also end."""
+        with self._read() as conn:
+            self._agent_row(conn, uuid)
+            sub = subtree(uuid)
+            q = sa.select(agents).where(
+                agents.c.uuid.in_(sa.select(sub.c.uuid)), agents.c.uuid != uuid
+            )
+            if not include_dead:
+                q = q.where(agents.c.status != "dead")
+            return [agent_record(r) for r in conn.execute(q.order_by(agents.c.uuid))]
+
+    def mark_dead(self, uuid: str, *, reason: str | None = None) -> AgentRecord:
+        """End the agent: an agent_killed row, status dead, ended_at set (one
+        transaction). Its name becomes free. Already dead: returned unchanged.
+        Descendants are the caller's to end (see descendants())."""
+        with self._write() as conn:
+            row = self._agent_row(conn, uuid)
+            if row.status == "dead":
+                return agent_record(row)
+            at = now()
+            killed = Prepared("agent_killed", reason or "killed", {"reason": reason})
+            self._insert(conn, uuid, [killed], now=at)
+            conn.execute(
+                agents.update().where(agents.c.uuid == uuid).values(status="dead", ended_at=at)
+            )
+            # prompts it will never run are kept, set aside
+            drop_pending(conn, uuid, at)
+            return agent_record(self._agent_row(conn, uuid))
+
+    def switch_model(
+        self,
+        uuid: str,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        thinking_level: str | None = None,
+    ) -> AgentRecord:
+        """Change provider, model and/or thinking level: a model_switch row
+        (data.from, data.to) and the agent row, in one transaction. No change: no row."""
+        if thinking_level is not None:
+            check_level(thinking_level)
+        with self._write() as conn:
+            row = self._agent_row(conn, uuid)
+            before = {
+                "provider": row.provider,
+                "model": row.model,
+                "thinking_level": row.thinking_level,
+            }
+            after = {
+                "provider": provider if provider is not None else row.provider,
+                "model": model if model is not None else row.model,
+                "thinking_level": thinking_level
+                if thinking_level is not None
+                else row.thinking_level,
+            }
+            if after == before:
+                return agent_record(row)
+            text = f"{after['provider']}/{after['model']} thinking={after['thinking_level']}"
+            self._insert(
+                conn, uuid, [Prepared("model_switch", text, {"from": before, "to": after})]
+            )
+            conn.execute(agents.update().where(agents.c.uuid == uuid).values(**after))
+            return agent_record(self._agent_row(conn, uuid))
+
+    def set_system_prompt(self, uuid: str, prompt: str) -> AgentRecord:
+        """Replace the system prompt: a system row and the agent row, one transaction."""
+        with self._write() as conn:
+            self._agent_row(conn, uuid)
+            self._insert(conn, uuid, [Prepared("system", prompt)])
+            conn.execute(agents.update().where(agents.c.uuid == uuid).values(system_prompt=prompt))
+            return agent_record(self._agent_row(conn, uuid))
+
+    def fork(
+        self,
+        parent_uuid: str,
+        *,
+        at_message_id: int | None = None,
+        name: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        thinking_level: str | None = None,
+        system_prompt: str | None = None,
+    ) -> AgentRecord:
+        """A new running agent that inherits the parent's history up to
+        ``at_message_id`` (default: the newest row the parent sees). Nothing is
+        copied: one agent row and one ``fork`` row, in one transaction, at a cost
+        that does not depend on history length. Model settings and system
+        prompt are the parent's unless given; the name defaults to
+        ``<parent name>-<last 6 characters of the new id>``.
+
+        BadForkPoint if ``at_message_id`` is not in the parent's history."""
+        if name is not None:
+            check_name(name)
+        if thinking_level is not None:
+            check_level(thinking_level)
+        with self._write() as conn:
+            parent = self._agent_row(conn, parent_uuid)
+            ranges = self._lineage(conn, parent_uuid)
+            if at_message_id is None:
+                at = _replay.latest_id(conn, ranges)
+            else:
+                owner = conn.execute(
+                    sa.select(messages.c.agent_uuid).where(messages.c.id == at_message_id)
+                ).scalar()
+                if owner is None or not _replay.in_range(ranges, owner, at_message_id):
+                    where = "does not exist" if owner is None else "is not in its history"
+                    raise BadForkPoint(
+                        f"cannot fork agent {parent.name} ({parent_uuid}) at message "
+                        f"{at_message_id}: that message {where}"
+                    )
+                at = at_message_id
+            uuid = uuid7()
+            record = self._insert_agent(
+                conn,
+                uuid=uuid,
+                name=name if name is not None else f"{parent.name}-{uuid[-6:]}"[-MAX_NAME:],
+                parent_uuid=parent_uuid,
+                fork_message_id=at,
+                provider=provider if provider is not None else parent.provider,
+                model=model if model is not None else parent.model,
+                thinking_level=thinking_level
+                if thinking_level is not None
+                else parent.thinking_level,
+                system_prompt=system_prompt if system_prompt is not None else parent.system_prompt,
+            )
+            data = {"parent_uuid": parent_uuid, "at_message_id": at}
+            text = f"forked from {parent.name} ({parent_uuid}) at message {at}"
+            rows = [Prepared("fork", text, data)]
+            if system_prompt is not None and system_prompt != parent.system_prompt:
+                rows.append(Prepared("system", system_prompt))
+            self._insert(conn, uuid, rows)
+        # the child's lineage: itself, then the parent's ranges capped at the fork point
+        inherited = (
+            [] if at is None else [(u, at if hi is None else min(hi, at)) for u, hi in ranges]
+        )
+        self._ranges[uuid] = ((uuid, None), *inherited)
+        return record
+
+    def _insert_agent(
+        self, conn: sa.Connection, *, uuid: str | None = None, **values: Any
+    ) -> AgentRecord:
+        name = values["name"]
+        holder = conn.execute(
+            sa.select(agents.c.uuid).where(agents.c.name == name, agents.c.status != "dead")
+        ).scalar()
+        if holder is not None:
+            raise NameTaken(f"the name {name!r} is taken by live agent {holder}")
+        row = {
+            "uuid": uuid or uuid7(),
+            "status": "running",
+            "created_at": now(),
+            "ended_at": None,
+            **values,
+        }
+        try:
+            conn.execute(agents.insert(), row)
+        except exc.IntegrityError as e:  # a concurrent create took the name
+            raise NameTaken(f"the name {name!r} is taken by a live agent") from e
+        return AgentRecord(**row)
+
+
+def subtree(uuid: str) -> sa.CTE:
+    """The agent and every agent below it in the tree (uuid column)."""
+    base = sa.select(agents.c.uuid).where(agents.c.uuid == uuid).cte("subtree", recursive=True)
+    child = agents.alias("child")
+    return base.union_all(sa.select(child.c.uuid).where(child.c.parent_uuid == base.c.uuid))

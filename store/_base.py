@@ -1,0 +1,196 @@
+"""What every concern of the Store shares: the engine, the locks, the
+transactions, the lineage cache, and the two primitives every write goes
+through (the agent's row, the insert of history rows).
+
+Each concern (_agents, _messages, _mail, _usage, _turns) is a mixin over
+StoreBase, so its methods see these with their types; _store.py composes them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from datetime import datetime
+from typing import Any, Self
+
+import msgspec
+import sqlalchemy as sa
+from sqlalchemy import exc
+
+from providers.catalog import Catalog, default_catalog
+
+from . import _replay, migrate
+from ._engine import (
+    Synchronous,
+    display_url,
+    is_memory_sqlite,
+    make_engine,
+    normalize_url,
+    ping,
+    resolve_url,
+)
+from ._errors import AgentNotFound, DatabaseUnreachable, StoreError
+from ._rows import Prepared, no_nul
+from ._rows import now as _now
+from ._schema import agents, messages
+from ._types import MessageRecord
+
+_encode = msgspec.json.encode
+_INSERT_MANY = messages.insert().returning(messages.c.id, sort_by_parameter_order=True)
+
+
+class StoreBase:
+    """The engine and its transactions; see Store for the whole contract."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        upgrade: bool = True,
+        catalog: Catalog | None = None,
+        sqlite_synchronous: Synchronous = "FULL",
+        echo: bool = False,
+    ) -> None:
+        self.url = resolve_url() if url is None else normalize_url(url)
+        self._engine = make_engine(self.url, synchronous=sqlite_synchronous, echo=echo)
+        self.dialect: str = self._engine.dialect.name
+        self._sqlite = self.dialect == "sqlite"
+        self._write_lock: threading.Lock | None = threading.Lock() if self._sqlite else None
+        # an in-memory SQLite database is one connection shared by every
+        # thread: reads must take turns with writes too
+        memory = self._sqlite and is_memory_sqlite(self._engine.url)
+        self._read_lock = self._write_lock if memory else None
+        self._catalog = catalog
+        # lineage ranges never change once an agent exists (parent and fork
+        # point are fixed at creation), so they are cached by agent id
+        self._ranges: dict[str, tuple[_replay.Range, ...]] = {}
+        try:
+            ping(self._engine)
+            self.revision: str | None = (
+                migrate.upgrade(self._engine) if upgrade else migrate.ensure_current(self._engine)
+            )
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    # ------------------------------------------------------------ plumbing
+
+    def close(self) -> None:
+        """Close every pooled connection; the store is not used after this."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({display_url(self.url)!r})"
+
+    @property
+    def engine(self) -> sa.Engine:
+        return self._engine
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = default_catalog()
+        return self._catalog
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except StoreError:
+            raise
+        except exc.OperationalError as e:
+            text = " ".join(str(e.orig).split())
+            if e.connection_invalidated or "connect" in text.lower() or "unable to open" in text:
+                raise DatabaseUnreachable(f"lost database {display_url(self.url)}: {text}") from e
+            raise StoreError(f"database {display_url(self.url)}: {text}") from e
+        except exc.DBAPIError as e:
+            raise StoreError(f"database {display_url(self.url)}: {e.orig}") from e
+
+    @contextmanager
+    def _read(self) -> Iterator[sa.Connection]:
+        lock = self._read_lock if self._read_lock is not None else nullcontext()
+        with self._guard(), lock, self._engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sa.Connection]:
+        lock = self._write_lock if self._write_lock is not None else nullcontext()
+        with self._guard(), lock, self._engine.connect() as conn:
+            if self._sqlite:
+                conn.execution_options(ikigai_begin="IMMEDIATE")
+            with conn.begin():
+                yield conn
+
+    # ------------------------------------------------------------ lineage
+
+    def _lineage(self, conn: sa.Connection, uuid: str) -> tuple[_replay.Range, ...]:
+        ranges = self._ranges.get(uuid)
+        if ranges is None:
+            chain = conn.execute(_replay.chain_query(uuid)).all()
+            if not chain:
+                raise AgentNotFound(f"no agent has the id {uuid!r}")
+            ranges = _replay.ranges_from_chain((r.uuid, r.fork_message_id) for r in chain)
+            self._ranges[uuid] = ranges
+        return ranges
+
+    def _fold(self, conn: sa.Connection, uuid: str) -> _replay.Folded:
+        ranges = self._lineage(conn, uuid)
+        return _replay.fold(_replay.replay_rows(conn, ranges))
+
+    # ------------------------------------------------------------ shared primitives
+
+    def _agent_row(self, conn: sa.Connection, uuid: str) -> Any:
+        row = conn.execute(sa.select(agents).where(agents.c.uuid == uuid)).first()
+        if row is None:
+            raise AgentNotFound(f"no agent has the id {uuid!r}")
+        return row
+
+    def _insert(
+        self,
+        conn: sa.Connection,
+        agent_uuid: str,
+        rows: Sequence[Prepared],
+        *,
+        now: datetime | None = None,
+    ) -> list[MessageRecord]:
+        """Write history rows (every messages row goes through here), in order."""
+        at = now or _now()
+        params: list[dict[str, Any]] = []
+        for kind, text, meta, message_json, _ in rows:
+            params.append(
+                {
+                    "agent_uuid": agent_uuid,
+                    "kind": kind,
+                    # the readable copies must fit PostgreSQL text and JSONB: no NUL
+                    "content": text.replace("\x00", "\ufffd") if "\x00" in text else text,
+                    "data": no_nul(meta) if meta and b"\\u0000" in _encode(meta) else meta,
+                    "message_json": message_json,
+                    "created_at": at,
+                }
+            )
+        try:
+            if len(params) == 1:
+                ids = [conn.execute(messages.insert(), params[0]).inserted_primary_key[0]]  # type: ignore[index]
+            else:  # one multi-row INSERT ... RETURNING, ids in the order given
+                ids = list(conn.execute(_INSERT_MANY, params).scalars())
+        except exc.IntegrityError as e:
+            raise AgentNotFound(f"no agent has the id {agent_uuid!r}") from e
+        return [
+            MessageRecord(
+                id=new_id,
+                agent_uuid=agent_uuid,
+                kind=p["kind"],
+                content=p["content"],
+                data=p["data"],
+                message=row.message,
+                created_at=at,
+            )
+            for new_id, p, row in zip(ids, params, rows, strict=True)
+        ]

@@ -50,6 +50,11 @@ class Subscription:
         """Stop receiving; entries already buffered can still be read."""
         self._end()
 
+    @property
+    def oldest_kept(self) -> int:
+        """The oldest seq its agent's log still holds (a resume point older is gone)."""
+        return self._log.oldest_seq
+
     def __aiter__(self) -> Subscription:
         return self
 

@@ -15,7 +15,15 @@ from typing import Any, TypeVar
 import trio
 
 from providers.types import Message, Response
-from store import AgentRecord, MailRecord, QueuedPrompt, Store
+from store import (
+    AgentRecord,
+    MailRecord,
+    MessageRecord,
+    QueuedPrompt,
+    Store,
+    UsageReport,
+    UsageTotals,
+)
 
 T = TypeVar("T")
 
@@ -40,6 +48,22 @@ class AsyncStore:
 
     async def resolve(self, ref: str) -> AgentRecord:
         return await self.call(self.store.resolve, ref)
+
+    async def find_agents(self, ref: str) -> list[AgentRecord]:
+        return await self.call(self.store.find_agents, ref)
+
+    async def usage_totals(self) -> dict[str, UsageTotals]:
+        return await self.call(self.store.usage_totals)
+
+    async def usage(self, uuid: str, *, descendants: bool = False) -> UsageReport:
+        return await self.call(self.store.usage, uuid, descendants=descendants)
+
+    async def usage_of_trees(self, uuids: list[str]) -> list[UsageReport]:
+        """Each agent's report with its descendants, in one worker thread."""
+        return await self.call(lambda: [self.store.usage(u, descendants=True) for u in uuids])
+
+    async def history(self, uuid: str, *, limit: int | None = None, before: int | None = None) -> list[MessageRecord]:
+        return await self.call(self.store.history, uuid, limit=limit, before=before)
 
     async def create_agent(
         self,

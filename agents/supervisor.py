@@ -141,6 +141,14 @@ class Supervisor:
 
     # ------------------------------------------------------------ lookup
 
+    def actor_of(self, uuid: str) -> Actor | None:
+        """The live actor of an agent, or None (dead or unknown)."""
+        return self.actors.get(uuid)
+
+    @property
+    def running_count(self) -> int:
+        return len(self.actors)
+
     def label_of(self, uuid: str) -> str:
         actor = self.actors.get(uuid)
         return f"{actor.name} ({uuid})" if actor else uuid

@@ -1,29 +1,58 @@
 """The control methods: each takes a Connection and its decoded params and
-returns a JSON-able result or raises RpcError. See docs/protocol.md."""
+returns its result (the TypedDicts of daemon/results.py) or raises RpcError.
+See docs/protocol.md.
+
+Errors are mapped once, in ``_refusals``: the refusals the layers below raise
+on purpose (no such agent, busy, bad model text, a store rule) become protocol
+errors; anything else is a bug, which control.py logs with its traceback and
+answers -32603.
+"""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import httpx
+import msgspec
 
 from agents import AgentError, Supervisor
 from agents.actor import Actor
 from providers.catalog import Catalog
 from providers.modelspec import ResolvedModel
-from providers.thinking import map_thinking
 from providers.types import Usage
 from store import AgentNotFound, AgentRecord, AmbiguousAgent, StoreError
 
 from . import params as P
 from . import protocol as p
+from . import results as R
 from ._version import __version__
 from .control import Connection, Handler
+from .rows import model_row
+
+# Refusals raised on purpose below the API, and the code each becomes (the
+# first match wins: subclasses before their bases).
+_REFUSALS: tuple[tuple[type[Exception], int], ...] = (
+    (AgentNotFound, p.AGENT_NOT_FOUND),
+    (AgentError, p.REFUSED),
+    (StoreError, p.REFUSED),
+)
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    try:
+        yield
+    except p.RpcError:
+        raise
+    except tuple(kind for kind, _ in _REFUSALS) as e:
+        code = next(code for kind, code in _REFUSALS if isinstance(e, kind))
+        raise p.RpcError(code, str(e)) from None
 
 
 @dataclass
@@ -38,7 +67,17 @@ class DaemonInfo:
     settings: Callable[[str], Any]  # provider name -> ProviderSettings
 
 
-def _model_info(r: ResolvedModel) -> dict[str, Any]:
+def _stamp(when: datetime) -> str:
+    """RFC 3339, as msgspec writes a datetime."""
+    return cast(str, msgspec.to_builtins(when))
+
+
+def _plain(value: Any) -> Any:
+    """A Struct (usage report, provider error...) as JSON values."""
+    return msgspec.to_builtins(value)
+
+
+def _model_info(r: ResolvedModel) -> R.ModelInfo:
     return {
         "provider": r.provider,
         "model": r.model,
@@ -48,7 +87,7 @@ def _model_info(r: ResolvedModel) -> dict[str, Any]:
     }
 
 
-def _usage_dict(u: Usage) -> dict[str, int]:
+def _tokens(u: Usage) -> R.TokenUsage:
     return {
         "input_tokens": u.input_tokens,
         "output_tokens": u.output_tokens,
@@ -98,7 +137,7 @@ class Api:
         try:
             return await self.db.resolve(ref)
         except AmbiguousAgent as e:
-            found = await self.db.call(self.db.store.find_agents, ref)
+            found = await self.db.find_agents(ref)
             raise p.RpcError(
                 p.AMBIGUOUS_AGENT,
                 str(e),
@@ -109,42 +148,34 @@ class Api:
 
     async def _actor(self, ref: str) -> Actor:
         record = await self._record(ref)
-        actor = self.sup.actors.get(record.uuid)
+        actor = self.sup.actor_of(record.uuid)
         if actor is None:
-            raise p.RpcError(p.REFUSED, f"agent {record.name} ({record.uuid}) is dead; dead agents can be read, not run")
+            raise p.RpcError(
+                p.REFUSED, f"agent {record.name} ({record.uuid}) is dead; dead agents can be read, not run"
+            )
         return actor
 
-    def _info(self, record: AgentRecord) -> dict[str, Any]:
-        actor = self.sup.actors.get(record.uuid)
-        alive = actor is not None
+    def _info(self, record: AgentRecord) -> R.AgentInfo:
+        actor = self.sup.actor_of(record.uuid)
         return {
             "uuid": record.uuid,
             "name": record.name,
             "parent": record.parent_uuid,
-            "provider": actor.provider if alive else record.provider,
-            "model": actor.model if alive else record.model,
-            "thinking_level": actor.thinking_level if alive else record.thinking_level,
-            "system_prompt": actor.system_prompt if alive else record.system_prompt,
-            "status": record.status if not alive else "running",
-            "state": actor.state if alive else None,
-            "current_turn": actor.current_turn if alive else None,
-            "queued": actor.queued if alive else 0,
-            "created_at": record.created_at,
-            "ended_at": record.ended_at,
+            "provider": actor.provider if actor else record.provider,
+            "model": actor.model if actor else record.model,
+            "thinking_level": actor.thinking_level if actor else record.thinking_level,
+            "system_prompt": actor.system_prompt if actor else record.system_prompt,
+            "status": "running" if actor else record.status,
+            "state": actor.state if actor else None,
+            "current_turn": actor.current_turn if actor else None,
+            "queued": actor.queued if actor else 0,
+            "created_at": _stamp(record.created_at),
+            "ended_at": None if record.ended_at is None else _stamp(record.ended_at),
         }
-
-    async def _guard(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run a supervisor call, turning its refusals into protocol errors."""
-        try:
-            return await fn(*args, **kwargs)
-        except AgentError as e:
-            raise p.RpcError(p.REFUSED, str(e)) from None
-        except (StoreError, ValueError) as e:
-            raise p.RpcError(p.REFUSED, str(e)) from None
 
     # ------------------------------------------------------------ daemon
 
-    async def status(self, conn: Connection, params: P.NoParams) -> dict[str, Any]:
+    async def status(self, conn: Connection, params: P.NoParams) -> R.Status:
         # from memory: status is what scripts poll, it must not wait on the database
         return {
             "version": __version__,
@@ -153,40 +184,27 @@ class Api:
             "uptime": round(time.time() - self.info.started_at, 3),
             "socket": self.info.socket,
             "database": self.info.database,
-            "agents": {"running": len(self.sup.actors), "dead": self.sup.dead_count},
+            "agents": {"running": self.sup.running_count, "dead": self.sup.dead_count},
             "connections": self.info.connections(),
             "default_model": self.info.default_model,
         }
 
-    async def shutdown(self, conn: Connection, params: P.NoParams) -> dict[str, Any]:
+    async def shutdown(self, conn: Connection, params: P.NoParams) -> R.Ok:
         self.info.shutdown()
         return {"ok": True}
 
-    async def reload(self, conn: Connection, params: P.NoParams) -> dict[str, Any]:
+    async def reload(self, conn: Connection, params: P.NoParams) -> R.Ok:
         self.info.reload()
         return {"ok": True}
 
-    async def models(self, conn: Connection, params: P.ModelsList) -> list[dict[str, Any]]:
+    async def models(self, conn: Connection, params: P.ModelsList) -> list[R.ModelRow]:
         if params.provider is not None and params.provider not in self.catalog.providers:
-            raise p.RpcError(p.REFUSED, f"unknown provider {params.provider!r} (providers: {', '.join(self.catalog.providers)})")
-        out = []
-        for m in self.catalog.models_of(params.provider):
-            out.append(
-                {
-                    "provider": m.provider,
-                    "model": m.id,
-                    "aliases": m.aliases,
-                    "api": m.api or self.catalog.providers[m.provider].api,
-                    "context_window": m.context_window,
-                    "max_output_tokens": m.max_output_tokens,
-                    "thinking": {lv: map_thinking(m.thinking, lv, model=m.id).description for lv in ("none", "low", "med", "high")},
-                    "prices": None if m.prices is None else {"input": m.prices.input, "output": m.prices.output, "cached_input": m.prices.cached_input},
-                }
-            )
-        return out
+            known = ", ".join(self.catalog.providers)
+            raise p.RpcError(p.REFUSED, f"unknown provider {params.provider!r} (providers: {known})")
+        return [model_row(m, self.catalog) for m in self.catalog.models_of(params.provider)]
 
-    async def providers(self, conn: Connection, params: P.NoParams) -> list[dict[str, Any]]:
-        out = []
+    async def providers(self, conn: Connection, params: P.NoParams) -> list[R.ProviderRow]:
+        out: list[R.ProviderRow] = []
         for entry in self.catalog.providers.values():
             settings = self.info.settings(entry.name)
             out.append(
@@ -201,62 +219,62 @@ class Api:
             )
         return out
 
-    async def check_provider(self, conn: Connection, params: P.ProvidersCheck) -> dict[str, Any]:
+    async def check_provider(self, conn: Connection, params: P.ProvidersCheck) -> R.ProviderCheck:
         if params.provider not in self.catalog.providers:
             raise p.RpcError(p.REFUSED, f"unknown provider {params.provider!r}")
         settings = self.info.settings(params.provider)
+        name = params.provider
         if settings.key_env and not settings.api_key:
-            return {"provider": params.provider, "ok": False, "error": f"no API key: set {' or '.join(settings.key_env)}"}
+            return {"provider": name, "ok": False, "error": f"no API key: set {' or '.join(settings.key_env)}"}
         try:
             async with httpx.AsyncClient(timeout=5) as client:
                 r = await client.get(settings.base_url)
-            return {"provider": params.provider, "ok": True, "status": r.status_code}
+            return {"provider": name, "ok": True, "status": r.status_code}
         except httpx.HTTPError as e:
-            return {"provider": params.provider, "ok": False, "error": f"{settings.base_url} did not answer: {type(e).__name__}"}
+            return {"provider": name, "ok": False, "error": f"{settings.base_url} did not answer: {type(e).__name__}"}
 
     # ------------------------------------------------------------ agents
 
-    async def create(self, conn: Connection, params: P.Create) -> dict[str, Any]:
-        record, resolved, turn = await self._guard(
-            self.sup.create,
-            model=params.model or self.info.default_model,
-            name=params.name,
-            system=params.system,
-            prompt=params.prompt,
-        )
-        result = {"agent": self._info(record), "model": _model_info(resolved), "turn": turn}
-        return result
+    async def create(self, conn: Connection, params: P.Create) -> R.Created:
+        with _refusals():
+            record, resolved, turn = await self.sup.create(
+                model=params.model or self.info.default_model,
+                name=params.name,
+                system=params.system,
+                prompt=params.prompt,
+            )
+        return {"agent": self._info(record), "model": _model_info(resolved), "turn": turn}
 
-    async def list(self, conn: Connection, params: P.ListAgents) -> list[dict[str, Any]]:
+    async def list(self, conn: Connection, params: P.ListAgents) -> list[R.ListedAgent]:
         records = await self.db.list_agents(include_dead=params.include_dead)
-        totals = await self.db.call(self.db.store.usage_totals)
-        out = []
+        totals = await self.db.usage_totals()
+        out: list[R.ListedAgent] = []
         for r in records:
-            info = self._info(r)
             t = totals.get(r.uuid)
-            info["usage"] = (
+            usage: R.UsageBrief = (
                 {"input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "cost_usd": t.cost_usd}
                 if t is not None
                 else {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
             )
-            out.append(info)
+            out.append({**self._info(r), "usage": usage})
         return out
 
-    async def show(self, conn: Connection, params: P.AgentRef) -> dict[str, Any]:
+    async def show(self, conn: Connection, params: P.AgentRef) -> R.ShownAgent:
         record = await self._record(params.agent)
-        info = self._info(record)
-        report = await self.db.call(self.db.store.usage, record.uuid)
-        info["usage"] = report.total
-        actor = self.sup.actors.get(record.uuid)
+        report = await self.db.usage(record.uuid)
+        actor = self.sup.actor_of(record.uuid)
         last = actor.last_result if actor else None
-        info["last_turn"] = (
-            None if last is None else {"turn": last.turn, "status": last.status, "reply": last.reply, "error": last.error}
+        last_turn: R.LastTurn | None = (
+            None
+            if last is None
+            else {"turn": last.turn, "status": last.status, "reply": last.reply, "error": _plain(last.error)}
         )
-        return info
+        return {**self._info(record), "usage": _plain(report.total), "last_turn": last_turn}
 
-    async def prompt(self, conn: Connection, params: P.Prompt) -> dict[str, Any]:
+    async def prompt(self, conn: Connection, params: P.Prompt) -> R.Queued | R.TurnOutcome:
         actor = await self._actor(params.agent)
-        turn, position = await self._guard(self._submit, actor, params.text)
+        with _refusals():
+            turn, position = await self.sup.prompt(actor, params.text)
         if not params.wait:
             return {"turn": turn, "position": position}
         # waits on the actor itself, not on a subscription: a burst that makes
@@ -264,22 +282,19 @@ class Api:
         ended = await actor.wait_turn(turn)
         if ended is None:
             raise p.RpcError(p.REFUSED, f"agent {actor.name} ended before the turn finished")
-        result = {
+        result: R.TurnOutcome = {
             "turn": turn,
             "status": ended.status,
             "reply": ended.reply,
-            "error": ended.error,
-            "usage": _usage_dict(ended.usage),
+            "error": _plain(ended.error),
+            "usage": _tokens(ended.usage),
             "cost_usd": ended.cost_usd,
         }
         if ended.status == "error":
             raise p.RpcError(p.TURN_FAILED, f"the turn ended in error: {ended.error}", result)
         return result
 
-    async def _submit(self, actor: Actor, text: str) -> tuple[str, int]:
-        return await self.sup.prompt(actor, text)
-
-    async def subscribe(self, conn: Connection, params: P.Subscribe) -> dict[str, Any]:
+    async def subscribe(self, conn: Connection, params: P.Subscribe) -> R.Subscribed:
         actor = await self._actor(params.agent)
         if params.from_seq is not None and params.from_seq < 1:
             raise p.RpcError(p.INVALID_PARAMS, "from_seq: must be 1 or more")
@@ -287,93 +302,108 @@ class Api:
         sid = conn.subscribe(actor.uuid, sub)
         return {"subscription": sid, "next_seq": actor.log.next_seq}
 
-    async def unsubscribe(self, conn: Connection, params: P.Unsubscribe) -> dict[str, Any]:
+    async def unsubscribe(self, conn: Connection, params: P.Unsubscribe) -> R.Ok:
         return {"ok": conn.unsubscribe(params.subscription)}
 
-    async def cancel(self, conn: Connection, params: P.Cancel) -> dict[str, Any]:
+    async def cancel(self, conn: Connection, params: P.Cancel) -> R.Cancelled:
         actor = await self._actor(params.agent)
         return {"cancelled": actor.cancel(at_boundary=params.at_boundary)}
 
-    async def kill(self, conn: Connection, params: P.AgentRef) -> dict[str, Any]:
+    async def kill(self, conn: Connection, params: P.AgentRef) -> R.Killed:
         record = await self._record(params.agent)
-        if record.uuid not in self.sup.actors:
+        if self.sup.actor_of(record.uuid) is None:
             raise p.RpcError(p.REFUSED, f"agent {record.name} ({record.uuid}) is already dead")
-        killed = await self._guard(self.sup.kill, record.uuid)
+        with _refusals():
+            killed = await self.sup.kill(record.uuid)
         return {"killed": killed}
 
-    async def fork(self, conn: Connection, params: P.Fork) -> dict[str, Any]:
+    async def fork(self, conn: Connection, params: P.Fork) -> R.Created:
         record = await self._record(params.agent)
-        child, resolved, turn = await self._guard(
-            self.sup.fork, record.uuid, model=params.model, at_message=params.at, name=params.name, prompt=params.prompt
-        )
+        with _refusals():
+            child, resolved, turn = await self.sup.fork(
+                record.uuid, model=params.model, at_message=params.at, name=params.name, prompt=params.prompt
+            )
         return {"agent": self._info(child), "model": _model_info(resolved), "turn": turn}
 
-    async def set_model(self, conn: Connection, params: P.SetModel) -> dict[str, Any]:
+    async def set_model(self, conn: Connection, params: P.SetModel) -> R.ModelInfo:
         actor = await self._actor(params.agent)
-        resolved = await self._guard(self.sup.switch_model, actor.uuid, params.model, queue=params.queue)
+        with _refusals():
+            resolved = await self.sup.switch_model(actor.uuid, params.model, queue=params.queue)
         return _model_info(resolved)
 
-    async def set_system(self, conn: Connection, params: P.SetSystem) -> dict[str, Any]:
+    async def set_system(self, conn: Connection, params: P.SetSystem) -> R.Ok:
         actor = await self._actor(params.agent)
-        await self._guard(self.sup.set_system, actor.uuid, params.text)
+        with _refusals():
+            await self.sup.set_system(actor.uuid, params.text)
         return {"ok": True}
 
-    async def history(self, conn: Connection, params: P.History) -> dict[str, Any]:
+    async def history(self, conn: Connection, params: P.History) -> R.History:
         record = await self._record(params.agent)
         if params.limit is not None and params.limit < 1:
             raise p.RpcError(p.INVALID_PARAMS, "limit: must be 1 or more")
         limit = params.limit
-        rows = await self.db.call(
-            self.db.store.history, record.uuid, limit=None if limit is None else limit + 1, before=params.before
-        )
+        rows = await self.db.history(record.uuid, limit=None if limit is None else limit + 1, before=params.before)
         more = limit is not None and len(rows) > limit
         if more:
             rows = rows[1:]
-        return {
-            "messages": [
-                {"id": r.id, "agent": r.agent_uuid, "kind": r.kind, "content": r.content, "data": r.data, "created_at": r.created_at}
-                for r in rows
-            ],
-            "more": more,
-        }
+        messages: list[R.HistoryRow] = [
+            {
+                "id": r.id,
+                "agent": r.agent_uuid,
+                "kind": r.kind,
+                "content": r.content,
+                "data": r.data,
+                "created_at": _stamp(r.created_at),
+            }
+            for r in rows
+        ]
+        return {"messages": messages, "more": more}
 
-    async def usage(self, conn: Connection, params: P.Usage) -> Any:
+    async def usage(self, conn: Connection, params: P.Usage) -> R.UsageReport | R.AllUsage:
         if params.agent is None:
             records = await self.db.list_agents(include_dead=True)
-            roots = [r for r in records if r.parent_uuid is None]
-            reports = await self.db.call(lambda: [self.db.store.usage(r.uuid, descendants=True) for r in roots])
-            return {"agents": len(records), "roots": reports}
+            roots = [r.uuid for r in records if r.parent_uuid is None]
+            reports = await self.db.usage_of_trees(roots)
+            return {"agents": len(records), "roots": [_plain(r) for r in reports]}
         record = await self._record(params.agent)
-        return await self.db.call(self.db.store.usage, record.uuid, descendants=params.descendants)
+        report: R.UsageReport = _plain(await self.db.usage(record.uuid, descendants=params.descendants))
+        return report
 
-    async def _history_op(self, ref: str, kind: str, label: str | None) -> dict[str, Any]:
+    async def _history_op(self, ref: str, kind: P.HistoryOp, label: str | None) -> R.MessageId:
         actor = await self._actor(ref)
-        row = await self._guard(self.sup.history_op, actor.uuid, kind, label)
+        with _refusals():
+            row = await self.sup.history_op(actor.uuid, kind, label)
         return {"message_id": row}
 
-    async def clear(self, conn: Connection, params: P.AgentRef) -> dict[str, Any]:
+    async def clear(self, conn: Connection, params: P.AgentRef) -> R.MessageId:
         return await self._history_op(params.agent, "clear", None)
 
-    async def mark(self, conn: Connection, params: P.Label) -> dict[str, Any]:
+    async def mark(self, conn: Connection, params: P.Label) -> R.MessageId:
         return await self._history_op(params.agent, "mark", params.label)
 
-    async def rewind(self, conn: Connection, params: P.Label) -> dict[str, Any]:
+    async def rewind(self, conn: Connection, params: P.Label) -> R.MessageId:
         return await self._history_op(params.agent, "rewind", params.label)
 
-    async def mail_send(self, conn: Connection, params: P.MailSend) -> dict[str, Any]:
+    async def mail_send(self, conn: Connection, params: P.MailSend) -> R.MailId:
         sender = None
         if params.from_ is not None:
             sender = (await self._record(params.from_)).uuid
         target = await self._actor(params.to)
-        mail_id = await self._guard(self.sup.send_mail, sender, target.uuid, params.text)
+        with _refusals():
+            mail_id = await self.sup.send_mail(sender, target.uuid, params.text)
         return {"id": mail_id}
 
-    async def inbox(self, conn: Connection, params: P.Inbox) -> list[dict[str, Any]]:
+    async def inbox(self, conn: Connection, params: P.Inbox) -> list[R.Mail]:
         record = await self._record(params.agent)
         mail = await self.db.inbox(record.uuid, unread=params.unread)
         return [
-            {"id": m.id, "from": m.from_uuid, "to": m.to_uuid, "body": m.body, "created_at": m.created_at, "read_at": m.read_at}
+            {
+                "id": m.id,
+                "from": m.from_uuid,
+                "to": m.to_uuid,
+                "body": m.body,
+                "created_at": _stamp(m.created_at),
+                "read_at": None if m.read_at is None else _stamp(m.read_at),
+            }
             for m in mail
         ]
-
-

@@ -142,7 +142,8 @@ class Config(_Strict):
     database_url: str | None = None  # IKIGAI_DB_URL wins
     log_level: LogLevel = "info"
     shutdown_grace: NonNegative = 10.0  # seconds
-    max_line_bytes: Annotated[int, Meta(ge=1024)] = 1 << 20
+    # each connection may hold 16 lines of this in its backlog: bounded, so memory is
+    max_line_bytes: Annotated[int, Meta(ge=1024, le=64 << 20)] = 1 << 20
 
     @property
     def tool_folder_paths(self) -> list[Path]:

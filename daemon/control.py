@@ -152,7 +152,16 @@ def _id_problem(rid: Any) -> str | None:
     return f"id must be a string (at most {p.MAX_ID} characters) or an integer from {-p.MAX_INT} to {p.MAX_INT}"
 
 
+# lines of a connection's send buffer kept for answers and notices: events
+# that would eat into it end their subscription with a lagged notice instead
+_ANSWER_ROOM = 64
+
+
 class Connection:
+    """One client: a reader that dispatches each request to its own task, a
+    writer that batches what is queued, and the subscriptions it holds, all in
+    one nursery whose end is the connection's end."""
+
     _ids = itertools.count(1)
 
     def __init__(self, stream: trio.SocketStream, server: ControlServer) -> None:
@@ -236,15 +245,24 @@ class Connection:
 
     async def _forward(self, sid: int, agent: str, sub: Subscription, scope: trio.CancelScope) -> None:
         reason = "agent ended"
+        roomy = self.server.client_buffer - _ANSWER_ROOM
         with scope:
             async for entry in sub:
+                event = entry.event
+                if self._out_send.statistics().current_buffer_used >= roomy:
+                    # the client reads slower than the agent talks: end this
+                    # subscription with where to resume, and keep the room
+                    # left for answers, rather than drop the whole connection
+                    event = Lagged(resume_from=entry.seq, oldest_kept=sub.oldest_kept)
+                    sub.close()
                 self.send_bytes(
                     b'{"jsonrpc":"2.0","method":"agent.event","params":'
-                    + _encode_event(_EventNote(sid, entry.agent, entry.turn, entry.seq, entry.event))
+                    + _encode_event(_EventNote(sid, entry.agent, entry.turn, entry.seq, event))
                     + b"}\n"
                 )
-                if isinstance(entry.event, Lagged) and sub.closed:
+                if isinstance(event, Lagged) and sub.closed:
                     reason = "lagged"
+                    break
             if sid in self.subscriptions:
                 self.subscriptions.pop(sid, None)
                 self.send({"jsonrpc": "2.0", "method": p.SUBSCRIPTION_END, "params": {"subscription": sid, "reason": reason}})
@@ -418,6 +436,10 @@ class Connection:
 
 
 class ControlServer:
+    """The control socket: ``serve`` accepts connections (started with
+    ``nursery.start``) and gives each a Connection; ``handlers`` maps each
+    method to its coroutine (daemon/api.py)."""
+
     def __init__(
         self,
         handlers: dict[str, Handler],

@@ -8,11 +8,11 @@ See docs/protocol.md for every method with an example session.
 
 from __future__ import annotations
 
-import json
 import os
 
 TYPE_CHECKING = False  # importing typing itself costs ikictl start-up time
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 
@@ -85,33 +85,21 @@ class RpcError(Exception):
         return err
 
 
-# ------------------------------------------------------------------ framing
-
-
-def request_line(method: str, params: dict[str, Any] | None = None, id: int | str | None = None) -> bytes:
-    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if params:
-        msg["params"] = params
-    if id is not None:
-        msg["id"] = id
-    return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-
-
 # ------------------------------------------------------------------ where the socket is
 
 
-def runtime_dir(env: dict[str, str] | None = None) -> str:
+def runtime_dir(env: Mapping[str, str] | None = None) -> str:
     """$XDG_RUNTIME_DIR/ikigai, or /tmp/ikigai-$UID without one."""
-    env = os.environ if env is None else env  # type: ignore[assignment]
+    env = os.environ if env is None else env
     base = env.get("XDG_RUNTIME_DIR")
     if base:
         return os.path.join(base, "ikigai")
     return f"/tmp/ikigai-{os.getuid()}"
 
 
-def socket_path(env: dict[str, str] | None = None) -> str:
+def socket_path(env: Mapping[str, str] | None = None) -> str:
     """IKIGAI_SOCKET, else IKIGAI_HOME/run/ikigai.sock, else the runtime folder's ikigai.sock."""
-    env = os.environ if env is None else env  # type: ignore[assignment]
+    env = os.environ if env is None else env
     if env.get("IKIGAI_SOCKET"):
         return env["IKIGAI_SOCKET"]
     if env.get("IKIGAI_HOME"):

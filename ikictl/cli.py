@@ -28,6 +28,10 @@ from ikictl._errors import (
     UsageError,
 )
 
+TYPE_CHECKING = False  # importing typing itself costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 EPILOG = """\
 AGENT is a uuid, a unique prefix of one, or a name. PROMPT `-` reads stdin.
 Exit codes: 0 ok, 1 the turn ended in error, 2 usage error or refused,
@@ -307,7 +311,10 @@ def _run(func: str, args: argparse.Namespace) -> int:
     import importlib
 
     module, name = func.split(":")
-    return getattr(importlib.import_module(f"ikictl.{module}"), name)(args)
+    command: Callable[[argparse.Namespace], int] = getattr(
+        importlib.import_module(f"ikictl.{module}"), name
+    )
+    return command(args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -368,7 +375,7 @@ def _say(args: argparse.Namespace, exit_code: int, message: str, code: int | Non
     if getattr(args, "json", False):
         import json
 
-        err: dict = {"message": message, "exit": exit_code}
+        err: dict[str, object] = {"message": message, "exit": exit_code}
         if code is not None:
             err["code"] = code
         if data is not None:

@@ -20,6 +20,10 @@ from collections import deque
 from daemon.protocol import RpcError, socket_path
 from ikictl._errors import DaemonUnreachable
 
+TYPE_CHECKING = False  # importing typing itself costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
 __all__ = ["Client", "DaemonUnreachable", "RpcError", "connect", "default_socket"]
 
 AUTOSTART_WAIT = 10.0  # seconds
@@ -35,8 +39,8 @@ class Client:
         self.path = path
         self._buf = b""
         self._next_id = 0
-        self._responses: dict[int, dict] = {}
-        self.notifications: deque[dict] = deque()
+        self._responses: dict[int, dict[str, Any]] = {}
+        self.notifications: deque[dict[str, Any]] = deque()
 
     @classmethod
     def open(cls, path: str, timeout: float | None = None) -> Client:
@@ -62,10 +66,10 @@ class Client:
 
     # ------------------------------------------------------------ requests
 
-    def send(self, method: str, params: dict | None = None) -> int:
+    def send(self, method: str, params: dict[str, Any] | None = None) -> int:
         """Write one request; returns its id (read the answer with ``wait``)."""
         self._next_id += 1
-        msg: dict = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
         if params:
             msg["params"] = {k: v for k, v in params.items() if v is not None}
         data = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
@@ -75,10 +79,15 @@ class Client:
             raise DaemonUnreachable(f"the daemon closed the connection ({e.strerror or e})") from None
         return self._next_id
 
-    def wait(self, rid: int) -> object:
-        """The result of request ``rid``; raises RpcError for an error answer."""
+    def wait(self, rid: int) -> Any:
+        """The result of request ``rid``; raises RpcError for an error answer.
+
+        Any, not object: the caller names the result's type from
+        daemon.results where it uses it (``info: ShownAgent = c.call(...)``)."""
         while rid not in self._responses:
             msg = self.read_message()
+            if msg is None:  # no deadline was given: only a timeout set on the socket elsewhere
+                continue
             if "id" in msg and "method" not in msg:
                 self._responses[msg["id"]] = msg
             else:
@@ -89,10 +98,10 @@ class Client:
             raise RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
         return msg.get("result")
 
-    def call(self, method: str, params: dict | None = None) -> object:
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         return self.wait(self.send(method, params))
 
-    def next_notification(self, timeout: float | None = None) -> dict | None:
+    def next_notification(self, timeout: float | None = None) -> dict[str, Any] | None:
         """The next queued or arriving notification; None after ``timeout`` seconds."""
         if self.notifications:
             return self.notifications.popleft()
@@ -107,7 +116,7 @@ class Client:
 
     # ------------------------------------------------------------ framing
 
-    def read_message(self, deadline: float | None = None) -> dict:
+    def read_message(self, deadline: float | None = None) -> dict[str, Any] | None:
         """One JSON line (None when ``deadline`` passes first).
 
         A KeyboardInterrupt raised while waiting loses nothing: bytes are only
@@ -118,16 +127,16 @@ class Client:
                 line, self._buf = self._buf[:nl], self._buf[nl + 1 :]
                 if not line.strip():
                     continue
-                return json.loads(line)
+                return _message(line)
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return None  # type: ignore[return-value]
+                    return None
                 self.sock.settimeout(left)
             try:
                 chunk = self.sock.recv(65536)
             except TimeoutError:
-                return None  # type: ignore[return-value]
+                return None
             except OSError as e:
                 raise DaemonUnreachable(f"the daemon closed the connection ({e.strerror or e})") from None
             finally:
@@ -136,6 +145,22 @@ class Client:
             if not chunk:
                 raise DaemonUnreachable("the daemon closed the connection")
             self._buf += chunk
+
+
+def _message(line: bytes) -> dict[str, Any]:
+    """One line from the socket as a JSON-RPC message (a JSON object): what
+    answers there may not be an ikigai daemon at all, so anything else is a
+    clear error, not a traceback."""
+    try:
+        msg = json.loads(line)
+    except ValueError:  # not JSON, or not UTF-8
+        msg = None
+    if not isinstance(msg, dict):
+        raise DaemonUnreachable(
+            f"what answers on the socket is not an ikigai daemon: it sent a line of {len(line)} "
+            "bytes that is not a JSON object"
+        )
+    return msg
 
 
 # ---------------------------------------------------------------- connecting

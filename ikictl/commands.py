@@ -15,6 +15,30 @@ from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.client import Client, connect
 
+TYPE_CHECKING = False  # importing typing itself costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+    from daemon.results import (
+        AllUsage,
+        Cancelled,
+        Created,
+        History,
+        Killed,
+        ListedAgent,
+        Mail,
+        MailId,
+        MessageId,
+        ModelInfo,
+        ModelRow,
+        Ok,
+        Queued,
+        ShownAgent,
+        Status,
+        UsageReport,
+    )
+    from ikictl.stream import EventPrinter
+
 
 def client(args: argparse.Namespace, *, autostart: bool = True) -> Client:
     return connect(args.socket, autostart=autostart and not args.no_autostart)
@@ -31,7 +55,7 @@ def prompt_text(value: str | None) -> str | None:
     return text
 
 
-def printer(args: argparse.Namespace) -> object:
+def printer(args: argparse.Namespace) -> EventPrinter:
     from ikictl.stream import EventPrinter
 
     return EventPrinter(
@@ -49,7 +73,7 @@ def _out(args: argparse.Namespace, value: object) -> bool:
     return False
 
 
-def _model_lines(model: dict) -> None:
+def _model_lines(model: ModelInfo) -> None:
     for w in model.get("warnings") or []:
         print(f"note: {w}")
 
@@ -58,14 +82,14 @@ def _stream(args: argparse.Namespace, c: Client, agent: str, text: str) -> int:
     from ikictl.stream import run_turn
 
     if args.no_wait:
-        res = c.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
+        res: Queued = c.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
         if not _out(args, res):
-            _print_started(res)  # type: ignore[arg-type]
+            _print_started(res)
         return EXIT_OK
-    return run_turn(c, agent, text, printer(args))  # type: ignore[arg-type]
+    return run_turn(c, agent, text, printer(args))
 
 
-def _print_started(res: dict) -> None:
+def _print_started(res: Queued) -> None:
     pos = res.get("position", 0)
     if pos:
         print(f"turn {res['turn']} queued: {pos} turn(s) ahead")
@@ -79,8 +103,8 @@ def _print_started(res: dict) -> None:
 def cmd_new(args: argparse.Namespace) -> int:
     text = prompt_text(args.prompt)
     c = client(args)
-    res = c.call(p.AGENT_CREATE, {"model": args.model, "name": args.name, "system": args.system})
-    assert isinstance(res, dict)
+    params = {"model": args.model, "name": args.name, "system": args.system}
+    res: Created = c.call(p.AGENT_CREATE, params)
     info, model = res["agent"], res["model"]
     if args.json:
         if text is None or args.no_wait:
@@ -106,8 +130,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     text = prompt_text(args.prompt)
     c = client(args)
     params = {"agent": args.agent, "model": args.model, "at": args.at, "name": args.name}
-    res = c.call(p.AGENT_FORK, params)
-    assert isinstance(res, dict)
+    res: Created = c.call(p.AGENT_FORK, params)
     info, model = res["agent"], res["model"]
     if args.json:
         render.dump_json(res) if text is None else render.ndjson(res)
@@ -130,8 +153,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_model(args: argparse.Namespace) -> int:
-    res = client(args).call(p.AGENT_SET_MODEL, {"agent": args.agent, "model": args.model, "queue": args.queue or None})
-    assert isinstance(res, dict)
+    params = {"agent": args.agent, "model": args.model, "queue": args.queue or None}
+    res: ModelInfo = client(args).call(p.AGENT_SET_MODEL, params)
     if not _out(args, res):
         print(f"{args.agent}: {res.get('description')}")
         _model_lines(res)
@@ -141,21 +164,20 @@ def cmd_model(args: argparse.Namespace) -> int:
 def cmd_system(args: argparse.Namespace) -> int:
     c = client(args)
     if args.text is None:
-        info = c.call(p.AGENT_SHOW, {"agent": args.agent})
-        assert isinstance(info, dict)
+        info: ShownAgent = c.call(p.AGENT_SHOW, {"agent": args.agent})
         if not _out(args, {"system": info.get("system_prompt") or ""}):
             print(info.get("system_prompt") or "(no system prompt)")
         return EXIT_OK
     text = prompt_text(args.text)
-    res = c.call(p.AGENT_SET_SYSTEM, {"agent": args.agent, "text": text})
+    res: Ok = c.call(p.AGENT_SET_SYSTEM, {"agent": args.agent, "text": text})
     if not _out(args, res):
         print(f"{args.agent}: system prompt {'set' if text else 'cleared'}")
     return EXIT_OK
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    res = client(args).call(p.AGENT_CANCEL, {"agent": args.agent, "at_boundary": args.at_boundary or None})
-    assert isinstance(res, dict)
+    params = {"agent": args.agent, "at_boundary": args.at_boundary or None}
+    res: Cancelled = client(args).call(p.AGENT_CANCEL, params)
     if not _out(args, res):
         if res.get("cancelled"):
             when = " at the next boundary" if args.at_boundary else ""
@@ -166,8 +188,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    res = client(args).call(p.AGENT_KILL, {"agent": args.agent})
-    assert isinstance(res, dict)
+    res: Killed = client(args).call(p.AGENT_KILL, {"agent": args.agent})
     if not _out(args, res):
         killed = res.get("killed") or []
         more = len(killed) - 1
@@ -177,22 +198,22 @@ def cmd_kill(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    agents = client(args).call(p.AGENT_LIST, {"include_dead": args.all or None})
+    agents: list[ListedAgent] = client(args).call(p.AGENT_LIST, {"include_dead": args.all or None})
     if not _out(args, agents):
-        render.agent_tree(agents, sys.stdout)  # type: ignore[arg-type]
+        render.agent_tree(agents, sys.stdout)
     return EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    info = client(args).call(p.AGENT_SHOW, {"agent": args.agent})
+    info: ShownAgent = client(args).call(p.AGENT_SHOW, {"agent": args.agent})
     if not _out(args, info):
-        render.show_agent(info, sys.stdout)  # type: ignore[arg-type]
+        render.show_agent(info, sys.stdout)
     return EXIT_OK
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    res = client(args).call(p.AGENT_HISTORY, {"agent": args.agent, "limit": args.limit, "before": args.before})
-    assert isinstance(res, dict)
+    params = {"agent": args.agent, "limit": args.limit, "before": args.before}
+    res: History = client(args).call(p.AGENT_HISTORY, params)
     if not _out(args, res):
         msgs = res.get("messages") or []
         render.history(msgs, sys.stdout, full=args.full, style=render.Style(render.use_color()))
@@ -204,45 +225,48 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_usage(args: argparse.Namespace) -> int:
     c = client(args)
     params = {"agent": args.agent, "descendants": bool(args.tree) or None}
-    rep = c.call(p.AGENT_USAGE, params)
-    agents = None
-    if args.tree and args.agent:
-        agents = c.call(p.AGENT_LIST, {"include_dead": True})
-    if args.json:
-        render.dump_json(rep)
+    if args.agent is None:  # the whole database: one report per root agent
+        whole: AllUsage = c.call(p.AGENT_USAGE, params)
+        if not _out(args, whole):
+            render.whole_usage(whole, sys.stdout)
         return EXIT_OK
-    assert isinstance(rep, dict)
+    rep: UsageReport = c.call(p.AGENT_USAGE, params)
+    agents: list[ListedAgent] | None = None
+    if args.tree:
+        agents = c.call(p.AGENT_LIST, {"include_dead": True})
+    if _out(args, rep):
+        return EXIT_OK
+    who = rep["agent_uuid"]
     names: dict[str, str] = {}
     if agents is not None:
-        by = {a["uuid"]: a for a in agents}  # type: ignore[union-attr]
-        root = rep.get("agent_uuid") or rep.get("agent")
-        keep = [a for a in agents if _under(a, root, by)]  # type: ignore[union-attr]
+        by = {a["uuid"]: a for a in agents}
+        keep = [a for a in agents if _under(a, who, by)]
         names = {a["uuid"]: render.label(a) for a in keep}
         render.agent_tree(keep, sys.stdout)
         print()
-    who = rep.get("agent_uuid") or rep.get("agent")
-    if who and who not in names:
+    if who not in names:
         names[who] = who if args.agent == who else f"{args.agent} ({who})"
     render.usage_report(rep, sys.stdout, names=names)
     return EXIT_OK
 
 
-def _under(a: dict, root: str | None, by: dict[str, dict]) -> bool:
+def _under(a: ListedAgent, root: str, by: dict[str, ListedAgent]) -> bool:
+    at: ListedAgent | None = a
     seen = 0
-    while a is not None and seen < 10_000:
-        if a["uuid"] == root:
+    while at is not None and seen < 10_000:
+        if at["uuid"] == root:
             return True
-        a = by.get(a.get("parent"))  # type: ignore[assignment, arg-type]
+        parent = at.get("parent")
+        at = by.get(parent) if parent is not None else None
         seen += 1
     return False
 
 
 def _history_op(args: argparse.Namespace, method: str) -> int:
-    params = {"agent": args.agent}
+    params: dict[str, Any] = {"agent": args.agent}
     if method != p.AGENT_CLEAR:
         params["label"] = args.label
-    res = client(args).call(method, params)
-    assert isinstance(res, dict)
+    res: MessageId = client(args).call(method, params)
     if not _out(args, res):
         mid = res.get("message_id")
         lab = f" {args.label!r}" if getattr(args, "label", None) else ""
@@ -269,19 +293,19 @@ def cmd_rewind(args: argparse.Namespace) -> int:
 
 def cmd_mail_send(args: argparse.Namespace) -> int:
     text = prompt_text(args.text)
-    res = client(args).call(p.MAIL_SEND, {"to": args.to, "text": text, "from": args.sender})
-    assert isinstance(res, dict)
+    res: MailId = client(args).call(p.MAIL_SEND, {"to": args.to, "text": text, "from": args.sender})
     if not _out(args, res):
         print(f"mail #{res.get('id')} sent from {args.sender} to {args.to}")
     return EXIT_OK
 
 
 def cmd_mail_inbox(args: argparse.Namespace) -> int:
-    res = client(args).call(p.MAIL_INBOX, {"agent": args.agent, "unread": args.unread or None})
+    params = {"agent": args.agent, "unread": args.unread or None}
+    res: list[Mail] = client(args).call(p.MAIL_INBOX, params)
     if not _out(args, res):
         if not res:
             print("no mail")
-        for m in res or []:  # type: ignore[union-attr]
+        for m in res or []:
             read = "" if m.get("read_at") else " (unread)"
             print(f"#{m['id']} from {m.get('from') or '-'}{read}: {render.one_line(m.get('body'), 100)}")
     return EXIT_OK
@@ -291,16 +315,16 @@ def cmd_mail_inbox(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    st = client(args, autostart=False).call(p.DAEMON_STATUS)
+    st: Status = client(args, autostart=False).call(p.DAEMON_STATUS)
     if not _out(args, st):
-        render.status(st, sys.stdout)  # type: ignore[arg-type]
+        render.status(st, sys.stdout)
     return EXIT_OK
 
 
 def cmd_models(args: argparse.Namespace) -> int:
     from ikictl._errors import DaemonUnreachable
 
-    rows = None
+    rows: list[ModelRow] | None = None
     if not args.offline:
         try:
             with client(args, autostart=False) as c:
@@ -315,7 +339,7 @@ def cmd_models(args: argparse.Namespace) -> int:
 
         rows = catalog_models(args.provider)
     if not _out(args, rows):
-        render.models(rows, sys.stdout)  # type: ignore[arg-type]
+        render.models(rows, sys.stdout)
     return EXIT_OK
 
 
@@ -325,11 +349,11 @@ def cmd_agents_for_completion(args: argparse.Namespace) -> int:
 
     try:
         with Client.open(default_socket(args.socket), timeout=0.5) as c:
-            agents = c.call(p.AGENT_LIST)
+            agents: list[ListedAgent] = c.call(p.AGENT_LIST)
     except Exception:
         return EXIT_OK
-    ids = render.short_ids([a["uuid"] for a in agents])  # type: ignore[union-attr]
-    for a in agents:  # type: ignore[union-attr]
+    ids = render.short_ids([a["uuid"] for a in agents])
+    for a in agents:
         if a.get("name"):
             print(a["name"])
         print(ids[a["uuid"]])

@@ -100,9 +100,11 @@ complete -F _ikictl ikictl
 # ---------------------------------------------------------------- zsh
 
 
-def _q(text: str | None) -> str:
-    """Text for inside a single-quoted _arguments description."""
-    t = (text or "").replace("'", "'\\''").replace("[", "(").replace("]", ")").replace(":", " -")
+def _q(text: str | tuple[str, ...] | None) -> str:
+    """Text for inside a single-quoted _arguments description (a tuple: an
+    argparse metavar of several words)."""
+    t = " ".join(text) if isinstance(text, tuple) else text or ""
+    t = t.replace("'", "'\\''").replace("[", "(").replace("]", ")").replace(":", " -")
     return t.replace("%(default)s", "").replace("%", "%%")
 
 

@@ -15,6 +15,10 @@ from daemon import protocol as p
 from ikictl._errors import EXIT_ERROR, EXIT_OK, DaemonUnreachable
 from ikictl.client import AUTOSTART_WAIT, Client, connect, default_socket
 
+TYPE_CHECKING = False  # importing typing itself costs start-up time
+if TYPE_CHECKING:
+    from daemon.results import Status
+
 
 def _env_for(sock: str) -> dict[str, str]:
     env = dict(os.environ)
@@ -75,7 +79,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     sock = default_socket(args.socket)
     try:
         with Client.open(sock, timeout=2.0) as c:
-            st = c.call(p.DAEMON_STATUS)
+            st: Status = c.call(p.DAEMON_STATUS)
         already = True
     except OSError:
         already = False
@@ -83,7 +87,6 @@ def cmd_start(args: argparse.Namespace) -> int:
         start_daemon(sock, wait=args.wait)
         with Client.open(sock) as c:
             st = c.call(p.DAEMON_STATUS)
-    assert isinstance(st, dict)
     if args.json:
         print(json.dumps({"started": not already, **st}, indent=2))
     elif already:
@@ -119,8 +122,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
             print(f"ikigaid is not running (nothing answers at {sock})")
         return EXIT_OK
     with c:
-        st = c.call(p.DAEMON_STATUS)
-        pid = st.get("pid") if isinstance(st, dict) else None
+        st: Status = c.call(p.DAEMON_STATUS)
+        pid = st.get("pid")
         # it may close the connection before (or instead of) answering
         with contextlib.suppress(DaemonUnreachable):
             c.call(p.DAEMON_SHUTDOWN)

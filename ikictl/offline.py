@@ -3,34 +3,19 @@ so it is imported only by this rare path)."""
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # importing typing itself costs start-up time
+if TYPE_CHECKING:
+    from daemon.results import ModelRow
 
 
-def catalog_models(provider: str | None = None) -> list[dict[str, Any]]:
-    """Rows shaped like the daemon's ``models.list`` answer."""
+def catalog_models(provider: str | None = None) -> list[ModelRow]:
+    """The daemon's ``models.list`` rows, built by the same ``model_row``."""
+    from daemon.rows import model_row
     from providers.catalog import default_catalog
-    from providers.thinking import map_thinking
 
     catalog = default_catalog()
     if provider and provider not in catalog.providers:
         from ikictl._errors import UsageError
 
         raise UsageError(f"unknown provider {provider!r} (providers: {', '.join(catalog.providers)})")
-    return [
-        {
-            "provider": m.provider,
-            "model": m.id,
-            "aliases": m.aliases,
-            "api": m.api or catalog.providers[m.provider].api,
-            "context_window": m.context_window,
-            "max_output_tokens": m.max_output_tokens,
-            "thinking": {
-                lv: map_thinking(m.thinking, lv, model=m.id).description
-                for lv in ("none", "low", "med", "high")
-            },
-            "prices": None
-            if m.prices is None
-            else {"input": m.prices.input, "output": m.prices.output, "cached_input": m.prices.cached_input},
-        }
-        for m in catalog.models_of(provider)
-    ]
+    return [model_row(m, catalog) for m in catalog.models_of(provider)]

@@ -9,7 +9,22 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # importing typing itself costs every command start-up time
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+    from daemon.results import (
+        AgentInfo,
+        AllUsage,
+        HistoryRow,
+        ListedAgent,
+        ModelRow,
+        ShownAgent,
+        Status,
+        UsageReport,
+        UsageTotals,
+    )
 
 DIM, BOLD, RED, GREEN, YELLOW, CYAN, RESET = (
     "\x1b[2m",
@@ -93,17 +108,17 @@ def short_ids(uuids: list[str], minimum: int = 8) -> dict[str, str]:
     return out
 
 
-def label(info: dict) -> str:
+def label(info: AgentInfo) -> str:
     """``name (uuid)`` of an AgentInfo."""
     name = info.get("name")
     return f"{name} ({info['uuid']})" if name else info["uuid"]
 
 
-def model_of(info: dict) -> str:
+def model_of(info: AgentInfo) -> str:
     return f"{info.get('provider')}/{info.get('model')}"
 
 
-def state_of(info: dict) -> str:
+def state_of(info: AgentInfo) -> str:
     if info.get("status") == "dead":
         return "dead"
     return info.get("state") or info.get("status") or "?"
@@ -122,21 +137,21 @@ def table(rows: list[list[str]], out: TextIO, right: set[int] | None = None) -> 
 # ---------------------------------------------------------------- ls: the tree
 
 
-def agent_tree(agents: list[dict], out: TextIO, *, mark: str | None = None) -> None:
+def agent_tree(agents: list[ListedAgent], out: TextIO, *, mark: str | None = None) -> None:
     if not agents:
         out.write("no agents (create one with `ikictl new`)\n")
         return
     ids = short_ids([a["uuid"] for a in agents])
     by_uuid = {a["uuid"]: a for a in agents}
-    children: dict[str | None, list[dict]] = {}
+    children: dict[str | None, list[ListedAgent]] = {}
     for a in agents:
         parent = a.get("parent")
         children.setdefault(parent if parent in by_uuid else None, []).append(a)
     rows = [["ID", "NAME", "STATE", "MODEL", "THINKING", "TOKENS IN/OUT", "COST"]]
 
-    def walk(a: dict, prefix: str, last: bool, top: bool) -> None:
+    def walk(a: ListedAgent, prefix: str, last: bool, top: bool) -> None:
         branch = "" if top else prefix + ("└─ " if last else "├─ ")
-        usage = a.get("usage") or {}
+        usage = a["usage"]
         current = ("* " if a["uuid"] == mark else "  ") if mark else ""
         rows.append(
             [
@@ -162,8 +177,8 @@ def agent_tree(agents: list[dict], out: TextIO, *, mark: str | None = None) -> N
 # ---------------------------------------------------------------- show
 
 
-def show_agent(info: dict, out: TextIO) -> None:
-    usage = info.get("usage") or {}
+def show_agent(info: ShownAgent, out: TextIO) -> None:
+    usage = info["usage"]
     lines = [
         ("agent", info["uuid"]),
         ("name", info.get("name") or "-"),
@@ -177,8 +192,9 @@ def show_agent(info: dict, out: TextIO) -> None:
         ("queued", str(info.get("queued", 0))),
         ("created", info.get("created_at")),
     ]
-    if info.get("ended_at"):
-        lines.append(("ended", info["ended_at"]))
+    ended = info.get("ended_at")
+    if ended:
+        lines.append(("ended", ended))
     lines.append(
         (
             "usage",
@@ -209,7 +225,9 @@ def error_text(err: Any) -> str:
 # ---------------------------------------------------------------- history
 
 
-def history(messages: list[dict], out: TextIO, *, full: bool = False, style: Style | None = None) -> None:
+def history(
+    messages: list[HistoryRow], out: TextIO, *, full: bool = False, style: Style | None = None
+) -> None:
     style = style or Style(False)
     if not messages:
         out.write("no messages\n")
@@ -244,52 +262,81 @@ def history(messages: list[dict], out: TextIO, *, full: bool = False, style: Sty
 # ---------------------------------------------------------------- usage
 
 
-def usage_report(rep: dict, out: TextIO, *, names: dict[str, str] | None = None) -> None:
+def usage_report(rep: UsageReport, out: TextIO, *, names: dict[str, str] | None = None) -> None:
     names = names or {}
-    if "roots" in rep:  # the whole database: one report per root agent
-        rep = merge_reports(rep)
-        out.write(f"usage of the whole database ({rep.get('agents', '?')} agents)\n")
-    else:
-        who = rep.get("agent_uuid") or rep.get("agent")
-        name = names.get(who, who)
-        n = rep.get("agents")
-        scope = f" and its descendants ({n} agent{'s' if n != 1 else ''})" if rep.get("descendants") else ""
-        out.write(f"usage of {name}{scope}\n")
+    who = rep["agent_uuid"]
+    name = names.get(who, who)
+    n = rep.get("agents")
+    scope = ""
+    if rep.get("descendants"):
+        scope = f" and its descendants ({n} agent{'s' if n != 1 else ''})"
+    out.write(f"usage of {name}{scope}\n")
+    _usage_table(rep.get("by_model") or [], rep["total"], rep.get("unpriced") or [], out)
+
+
+def whole_usage(whole: AllUsage, out: TextIO) -> None:
+    """The whole database's usage (one report per root agent) as one table."""
+    by_model, total, unpriced = merge_reports(whole)
+    out.write(f"usage of the whole database ({whole.get('agents', '?')} agents)\n")
+    _usage_table(by_model, total, unpriced, out)
+
+
+def _usage_table(
+    by_model: list[UsageTotals], total: UsageTotals, unpriced: list[str], out: TextIO
+) -> None:
     rows = [["PROVIDER/MODEL", "TURNS", "INPUT", "OUTPUT", "THINKING", "CACHED", "COST"]]
-    for t in rep.get("by_model") or []:
+    for t in by_model:
         rows.append(_usage_row(f"{t.get('provider')}/{t.get('model')}", t))
-    rows.append(_usage_row("total", rep.get("total") or {}))
+    rows.append(_usage_row("total", total))
     table(rows, out, right={1, 2, 3, 4, 5, 6})
-    if rep.get("unpriced"):
-        out.write(f"no price known for: {', '.join(rep['unpriced'])} (left out of the cost)\n")
+    if unpriced:
+        out.write(f"no price known for: {', '.join(unpriced)} (left out of the cost)\n")
 
 
-_SUMMED = ("turns", "input_tokens", "output_tokens", "thinking_tokens", "cached_tokens", "cache_write_tokens", "cost_usd")
+def _zero(provider: str | None, model: str | None) -> UsageTotals:
+    # cost stays None (printed "-") until some report has a cost to add
+    return {
+        "provider": provider,
+        "model": model,
+        "turns": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "thinking_tokens": 0,
+        "cached_tokens": 0,
+        "cache_write_tokens": 0,
+        "cost_usd": None,
+    }
 
 
-def _add(into: dict, t: dict) -> None:
-    for k in _SUMMED:
-        v = t.get(k)
-        if v is not None:
-            into[k] = (into.get(k) or 0) + v
+def _add(into: UsageTotals, t: UsageTotals) -> None:
+    into["turns"] += t["turns"]
+    into["input_tokens"] += t["input_tokens"]
+    into["output_tokens"] += t["output_tokens"]
+    into["thinking_tokens"] += t["thinking_tokens"]
+    into["cached_tokens"] += t["cached_tokens"]
+    into["cache_write_tokens"] += t["cache_write_tokens"]
+    cost = t["cost_usd"]
+    if cost is not None:
+        into["cost_usd"] = (into["cost_usd"] or 0) + cost
 
 
-def merge_reports(whole: dict) -> dict:
-    """The whole-database answer (one report per root) as one report."""
-    by: dict[tuple, dict] = {}
-    total: dict = {}
+def merge_reports(whole: AllUsage) -> tuple[list[UsageTotals], UsageTotals, list[str]]:
+    """The whole-database answer (one report per root) as one report: its
+    rows by model (costliest first), its total and its unpriced models."""
+    by: dict[tuple[str | None, str | None], UsageTotals] = {}
+    total = _zero(None, None)
     unpriced: list[str] = []
     for r in whole.get("roots") or []:
         for t in r.get("by_model") or []:
             key = (t.get("provider"), t.get("model"))
-            _add(by.setdefault(key, {"provider": key[0], "model": key[1]}), t)
-        _add(total, r.get("total") or {})
+            _add(by.setdefault(key, _zero(*key)), t)
+        _add(total, r["total"])
         unpriced += [u for u in r.get("unpriced") or [] if u not in unpriced]
     rows = sorted(by.values(), key=lambda t: -(t.get("cost_usd") or 0))
-    return {"agents": whole.get("agents"), "by_model": rows, "total": total, "unpriced": unpriced}
+    return rows, total, unpriced
 
 
-def _usage_row(name: str, t: dict) -> list[str]:
+def _usage_row(name: str, t: UsageTotals) -> list[str]:
     return [
         name,
         num(t.get("turns")),
@@ -304,8 +351,8 @@ def _usage_row(name: str, t: dict) -> list[str]:
 # ---------------------------------------------------------------- status, models
 
 
-def status(st: dict, out: TextIO) -> None:
-    agents = st.get("agents") or {}
+def status(st: Status, out: TextIO) -> None:
+    agents = st["agents"]
     up = float(st.get("uptime") or 0)
     h, rem = divmod(int(up), 3600)
     m, s = divmod(rem, 60)
@@ -321,7 +368,7 @@ def status(st: dict, out: TextIO) -> None:
         out.write(f"{k + ':':<13}{v}\n")
 
 
-def models(rows: list[dict], out: TextIO) -> None:
+def models(rows: list[ModelRow], out: TextIO) -> None:
     out.write(f"{'PROVIDER':<10} {'MODEL':<28} {'CONTEXT':>9} {'OUTPUT':>8}  THINKING (med)\n")
     for m in rows:
         think = str((m.get("thinking") or {}).get("med", "")).removeprefix("Thinking: ")

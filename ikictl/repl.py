@@ -21,6 +21,20 @@ from ikictl.client import Client
 from ikictl.commands import client
 from ikictl.stream import EventPrinter, run_turn
 
+TYPE_CHECKING = False  # importing typing itself costs start-up time
+if TYPE_CHECKING:
+    from daemon.results import (
+        AgentInfo,
+        Created,
+        History,
+        Killed,
+        ListedAgent,
+        MailId,
+        MessageId,
+        ModelInfo,
+        UsageReport,
+    )
+
 HELP = """\
 commands (anything else is a prompt to the current agent):
   /model NAME/THINKING          switch the model, e.g. /model gpt-4o/none, /model /high
@@ -57,9 +71,9 @@ def history_file() -> Path:
 
 
 class Chat:
-    def __init__(self, c: Client, info: dict, *, thinking: bool) -> None:
+    def __init__(self, c: Client, info: AgentInfo, *, thinking: bool) -> None:
         self.c = c
-        self.info = info
+        self.info = info  # agent.show's answer, or the agent of agent.fork's
         self.color = render.use_color()
         self.style = render.Style(self.color)
         self.thinking = thinking
@@ -79,7 +93,7 @@ class Chat:
         print(self.style(code, text), flush=True)
 
     def refresh(self, ref: str | None = None) -> None:
-        self.info = self.c.call(p.AGENT_SHOW, {"agent": ref or self.uuid})  # type: ignore[assignment]
+        self.info = self.c.call(p.AGENT_SHOW, {"agent": ref or self.uuid})
 
     def prompt_text(self) -> str:
         return f"{self.name}> "
@@ -157,8 +171,7 @@ class Chat:
         if not rest:
             self.say(f"{self.name}: {render.model_of(self.info)}/{self.info.get('thinking_level')}")
             return
-        res = self.c.call(p.AGENT_SET_MODEL, {"agent": self.uuid, "model": rest[0]})
-        assert isinstance(res, dict)
+        res: ModelInfo = self.c.call(p.AGENT_SET_MODEL, {"agent": self.uuid, "model": rest[0]})
         self.say(f"{self.name}: {res.get('description')}")
         for w in res.get("warnings") or []:
             self.say(f"note: {w}")
@@ -174,8 +187,8 @@ class Chat:
         except (argparse.ArgumentError, SystemExit) as e:
             self.say(f"/fork: {e}; usage: /fork [\"prompt\"] [--model M/T] [--name N]", render.RED)
             return
-        res = self.c.call(p.AGENT_FORK, {"agent": self.uuid, "model": a.model, "name": a.name})
-        assert isinstance(res, dict)
+        params = {"agent": self.uuid, "model": a.model, "name": a.name}
+        res: Created = self.c.call(p.AGENT_FORK, params)
         parent = self.name
         self.info = res["agent"]
         self.say(f"forked {parent} -> {render.label(self.info)} · {res['model'].get('description')} (now talking to it)")
@@ -184,8 +197,7 @@ class Chat:
 
     def do_kill(self, rest: list[str]) -> None:
         target = rest[0] if rest else self.uuid
-        res = self.c.call(p.AGENT_KILL, {"agent": target})
-        assert isinstance(res, dict)
+        res: Killed = self.c.call(p.AGENT_KILL, {"agent": target})
         killed = res.get("killed") or []
         self.say(f"killed {', '.join(killed)}")
         if self.uuid in killed:
@@ -198,8 +210,9 @@ class Chat:
                 self.say("the current agent is dead: /switch to another or /exit")
 
     def do_agents(self, rest: list[str]) -> None:
-        agents = self.c.call(p.AGENT_LIST, {"include_dead": bool(rest and rest[0] in ("-a", "--all")) or None})
-        render.agent_tree(agents, sys.stdout, mark=self.uuid)  # type: ignore[arg-type]
+        every = bool(rest and rest[0] in ("-a", "--all"))
+        agents: list[ListedAgent] = self.c.call(p.AGENT_LIST, {"include_dead": every or None})
+        render.agent_tree(agents, sys.stdout, mark=self.uuid)
 
     def do_switch(self, rest: list[str]) -> None:
         if not rest:
@@ -209,20 +222,20 @@ class Chat:
         self.say(f"now talking to {render.label(self.info)} · {render.model_of(self.info)}/{self.info.get('thinking_level')}")
 
     def do_clear(self, rest: list[str]) -> None:
-        res = self.c.call(p.AGENT_CLEAR, {"agent": self.uuid})
-        self.say(f"{self.name}: context cleared (message #{res['message_id']})")  # type: ignore[index]
+        res: MessageId = self.c.call(p.AGENT_CLEAR, {"agent": self.uuid})
+        self.say(f"{self.name}: context cleared (message #{res['message_id']})")
 
     def do_mark(self, rest: list[str]) -> None:
         label = " ".join(rest) or None
-        res = self.c.call(p.AGENT_MARK, {"agent": self.uuid, "label": label})
+        res: MessageId = self.c.call(p.AGENT_MARK, {"agent": self.uuid, "label": label})
         lab = f" {label!r}" if label else ""
-        self.say(f"{self.name}: mark{lab} set (message #{res['message_id']})")  # type: ignore[index]
+        self.say(f"{self.name}: mark{lab} set (message #{res['message_id']})")
 
     def do_rewind(self, rest: list[str]) -> None:
         label = " ".join(rest) or None
-        res = self.c.call(p.AGENT_REWIND, {"agent": self.uuid, "label": label})
+        res: MessageId = self.c.call(p.AGENT_REWIND, {"agent": self.uuid, "label": label})
         lab = f" {label!r}" if label else " (the last one)"
-        self.say(f"{self.name}: rewound to mark{lab} (message #{res['message_id']})")  # type: ignore[index]
+        self.say(f"{self.name}: rewound to mark{lab} (message #{res['message_id']})")
 
     def do_system(self, rest: list[str]) -> None:
         if not rest:
@@ -237,17 +250,18 @@ class Chat:
         if len(rest) < 2:
             self.say('usage: /send AGENT "text"', render.RED)
             return
-        res = self.c.call(p.MAIL_SEND, {"to": rest[0], "text": " ".join(rest[1:]), "from": self.uuid})
-        self.say(f"mail #{res['id']} sent to {rest[0]}")  # type: ignore[index]
+        params = {"to": rest[0], "text": " ".join(rest[1:]), "from": self.uuid}
+        res: MailId = self.c.call(p.MAIL_SEND, params)
+        self.say(f"mail #{res['id']} sent to {rest[0]}")
 
     def do_history(self, rest: list[str]) -> None:
         limit = int(rest[0]) if rest and rest[0].isdigit() else 10
-        res = self.c.call(p.AGENT_HISTORY, {"agent": self.uuid, "limit": limit})
-        render.history(res.get("messages") or [], sys.stdout, style=self.style)  # type: ignore[union-attr]
+        res: History = self.c.call(p.AGENT_HISTORY, {"agent": self.uuid, "limit": limit})
+        render.history(res.get("messages") or [], sys.stdout, style=self.style)
 
     def do_usage(self, rest: list[str]) -> None:
-        rep = self.c.call(p.AGENT_USAGE, {"agent": self.uuid})
-        render.usage_report(rep, sys.stdout, names={self.uuid: render.label(self.info)})  # type: ignore[arg-type]
+        rep: UsageReport = self.c.call(p.AGENT_USAGE, {"agent": self.uuid})
+        render.usage_report(rep, sys.stdout, names={self.uuid: render.label(self.info)})
 
 
 def _setup_readline() -> Path | None:
@@ -286,13 +300,14 @@ def _save_history(path: Path | None) -> None:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     c = client(args)
+    info: AgentInfo
     if args.agent:
         info = c.call(p.AGENT_SHOW, {"agent": args.agent})
     else:
-        res = c.call(p.AGENT_CREATE, {"model": args.model, "name": args.name})
-        info = res["agent"]  # type: ignore[index]
-        print(f"created {render.label(info)} · {res['model'].get('description')}")  # type: ignore[index]
-    chat = Chat(c, info, thinking=not args.no_thinking)  # type: ignore[arg-type]
+        res: Created = c.call(p.AGENT_CREATE, {"model": args.model, "name": args.name})
+        info = res["agent"]
+        print(f"created {render.label(info)} · {res['model'].get('description')}")
+    chat = Chat(c, info, thinking=not args.no_thinking)
     hist = _setup_readline() if sys.stdin.isatty() else None
     try:
         return chat.loop()

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Any, TextIO
 
 from daemon import protocol as p
 from ikictl._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from ikictl.client import Client
 from ikictl.render import CYAN, DIM, RED, YELLOW, Style, error_text, money, ndjson, num, one_line
+
+TYPE_CHECKING = False  # importing typing itself costs start-up time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TextIO
+
+    from daemon.results import History, Queued, ShownAgent, Subscribed
 
 
 class EventPrinter:
@@ -66,7 +72,7 @@ class EventPrinter:
         self.reply = []
         self.block = None
 
-    def event(self, params: dict) -> None:
+    def event(self, params: dict[str, Any]) -> None:
         if self.json_mode:
             ndjson(params, self.out)
             ev = params.get("event") or {}
@@ -82,18 +88,18 @@ class EventPrinter:
             handler(ev, params)
         self.out.flush()
 
-    def _add_usage(self, usage: dict) -> None:
+    def _add_usage(self, usage: dict[str, Any]) -> None:
         for k, v in usage.items():
             if isinstance(v, int):
                 self.usage[k] = self.usage.get(k, 0) + v
 
-    def _on_turn_started(self, ev: dict, params: dict) -> None:
+    def _on_turn_started(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.reset_turn()
         if self.headers:
             model = f"{ev.get('provider')}/{ev.get('model')}/{ev.get('thinking_level')}"
             self.note(f"── turn {params.get('turn')} · {model} · {one_line(ev.get('prompt'), 60)}", CYAN)
 
-    def _on_thinking_delta(self, ev: dict, params: dict) -> None:
+    def _on_thinking_delta(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         if not self.thinking:
             return
         text = ev.get("text", "")
@@ -103,7 +109,7 @@ class EventPrinter:
             self._write(self.style(DIM, "thinking: "))
         self._write(self.style(DIM, text))
 
-    def _on_text_delta(self, ev: dict, params: dict) -> None:
+    def _on_text_delta(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         text = ev.get("text", "")
         self.reply.append(text)
         if self.block != "text":
@@ -111,7 +117,7 @@ class EventPrinter:
             self.block = "text"
         self._write(text)
 
-    def _on_tool_started(self, ev: dict, params: dict) -> None:
+    def _on_tool_started(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         args = ev.get("arguments") or {}
         if ev.get("name") == "bash" and isinstance(args.get("command"), str):
             summary = "$ " + one_line(args["command"], 100)
@@ -121,7 +127,7 @@ class EventPrinter:
             summary = one_line(json.dumps(args, ensure_ascii=False), 100)
         self.note(f"[tool {ev.get('name')}] {summary}", YELLOW)
 
-    def _on_tool_finished(self, ev: dict, params: dict) -> None:
+    def _on_tool_finished(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         how = "error" if ev.get("is_error") else "ok"
         content = str(ev.get("content") or "")
         first = content.strip().splitlines()[0] if content.strip() else ""
@@ -129,40 +135,40 @@ class EventPrinter:
         tail = f" (+{more} lines)" if more > 0 else ""
         self.note(f"[tool {ev.get('name')} {how}] {one_line(first, 100)}{tail}", RED if ev.get("is_error") else YELLOW)
 
-    def _on_done(self, ev: dict, params: dict) -> None:
+    def _on_done(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self._add_usage(ev.get("usage") or {})
 
-    def _on_error(self, ev: dict, params: dict) -> None:
+    def _on_error(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         err = ev.get("error", ev)
         self.note(f"[provider error] {error_text(err)}", RED)
 
-    def _on_retry(self, ev: dict, params: dict) -> None:
+    def _on_retry(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(
             f"[retry: attempt {ev.get('attempt')} in {float(ev.get('delay') or 0):.1f} s after "
             f"{error_text(ev.get('error'))}]"
         )
 
-    def _on_fallback(self, ev: dict, params: dict) -> None:
+    def _on_fallback(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[fallback: {ev.get('from_model')} -> {ev.get('to_model')}: {error_text(ev.get('error'))}]")
 
-    def _on_notice(self, ev: dict, params: dict) -> None:
+    def _on_notice(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[notice] {ev.get('text')}")
 
-    def _on_queued(self, ev: dict, params: dict) -> None:
+    def _on_queued(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[queued: {ev.get('position')} turn(s) ahead]")
 
-    def _on_model_switched(self, ev: dict, params: dict) -> None:
+    def _on_model_switched(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[model: {ev.get('description')}]")
         for w in ev.get("warnings") or []:
             self.note(f"note: {w}")
 
-    def _on_lagged(self, ev: dict, params: dict) -> None:
+    def _on_lagged(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[fell behind: events from seq {ev.get('resume_from')} were skipped; see `ikictl history`]")
 
-    def _on_agent_ended(self, ev: dict, params: dict) -> None:
+    def _on_agent_ended(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[agent ended: {ev.get('reason')}]", RED)
 
-    def _on_turn_ended(self, ev: dict, params: dict) -> None:
+    def _on_turn_ended(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self._end_block()
 
     def usage_line(self, status: str, cost: float | None = None) -> str:
@@ -177,7 +183,7 @@ class EventPrinter:
         cost_text = money(cost) if cost is not None else "cost unknown"
         return f"[{status} · {tokens} · {cost_text}]"
 
-    def finish(self, ev: dict, cost: float | None) -> int:
+    def finish(self, ev: dict[str, Any], cost: float | None) -> int:
         """After turn_ended: the usage line (human) and the exit code."""
         status = ev.get("status", "?")
         if not self.json_mode:
@@ -201,7 +207,7 @@ def run_turn(
     text: str,
     printer: EventPrinter,
     *,
-    on_started: Any = None,
+    on_started: Callable[[Queued], object] | None = None,
 ) -> int:
     """Prompt ``agent`` and print its turn as it streams; the exit code.
 
@@ -211,15 +217,13 @@ def run_turn(
     # first events would be missed
     sub_id = client.send(p.AGENT_SUBSCRIBE, {"agent": agent})
     show_id = client.send(p.AGENT_SHOW, {"agent": agent})
-    sub = client.wait(sub_id)
+    sub: Subscribed = client.wait(sub_id)
     prompt_id = client.send(p.AGENT_PROMPT, {"agent": agent, "text": text})
-    before = client.wait(show_id)
-    uuid = before["uuid"] if isinstance(before, dict) else agent  # type: ignore[index]
-    started = client.wait(prompt_id)
-    turn = started["turn"]  # type: ignore[index]
+    before: ShownAgent = client.wait(show_id)
+    started: Queued = client.wait(prompt_id)
     if on_started is not None:
         on_started(started)
-    follow = Follow(uuid, sub["subscription"], turn)  # type: ignore[index]
+    follow = Follow(before["uuid"], sub["subscription"], started["turn"])
     try:
         ended = _follow(client, follow, printer)
     except KeyboardInterrupt:
@@ -236,12 +240,12 @@ def run_turn(
     return _finish(ended, printer)
 
 
-def _finish(ended: dict, printer: EventPrinter) -> int:
+def _finish(ended: dict[str, Any], printer: EventPrinter) -> int:
     # turn_ended carries the turn's cost (None when a model used has no price)
     return printer.finish(ended, ended.get("cost_usd"))
 
 
-def interrupt(client: Client, follow: Follow, printer: EventPrinter) -> dict | None:
+def interrupt(client: Client, follow: Follow, printer: EventPrinter) -> dict[str, Any] | None:
     """Ctrl+C during a turn: cancel it on the daemon, then show how it ended
     (up to 5 s; a second Ctrl+C stops waiting). None when we stopped waiting."""
     try:
@@ -266,7 +270,9 @@ class Follow:
         self.gap = False
 
 
-def _follow(client: Client, follow: Follow, printer: EventPrinter, timeout: float | None = None) -> dict | None:
+def _follow(
+    client: Client, follow: Follow, printer: EventPrinter, timeout: float | None = None
+) -> dict[str, Any] | None:
     """Print this turn's events until its turn_ended (returned); None if the
     subscription ends or ``timeout`` passes. A subscription that lags is
     resumed from where it stopped; text the daemon no longer keeps is printed
@@ -301,20 +307,22 @@ def _follow(client: Client, follow: Follow, printer: EventPrinter, timeout: floa
             return ev
 
 
-def _resume(client: Client, follow: Follow, ev: dict) -> None:
+def _resume(client: Client, follow: Follow, ev: dict[str, Any]) -> None:
     """Subscribe again from the first event missed (or the oldest still kept)."""
     resume_from = int(ev.get("resume_from") or 1)
     oldest = int(ev.get("oldest_kept") or resume_from)
     if oldest > resume_from:
         follow.gap = True
     _unsubscribe(client, follow.sid)
-    sub = client.call(p.AGENT_SUBSCRIBE, {"agent": follow.agent, "from_seq": max(resume_from, oldest)})
-    follow.sid = sub["subscription"]  # type: ignore[index]
+    params = {"agent": follow.agent, "from_seq": max(resume_from, oldest)}
+    sub: Subscribed = client.call(p.AGENT_SUBSCRIBE, params)
+    follow.sid = sub["subscription"]
 
 
 def _print_missing(client: Client, follow: Follow, printer: EventPrinter) -> None:
     """The turn's text that a gap kept from the screen, from history."""
-    rows = client.call(p.AGENT_HISTORY, {"agent": follow.agent, "limit": 1000})["messages"]  # type: ignore[index]
+    hist: History = client.call(p.AGENT_HISTORY, {"agent": follow.agent, "limit": 1000})
+    rows = hist["messages"]
     start = next(
         (i for i, r in enumerate(rows) if r["kind"] == "user" and (r.get("data") or {}).get("turn") == follow.turn),
         None,
@@ -342,11 +350,11 @@ def _unsubscribe(client: Client, sid: int) -> None:
 
 def watch(client: Client, agent: str, printer: EventPrinter, *, from_seq: int | None, until_idle: bool) -> int:
     """Print an agent's live events until it ends (or, with ``until_idle``, a turn ends)."""
-    sub = client.call(p.AGENT_SUBSCRIBE, {"agent": agent, "from_seq": from_seq})
-    sid = sub["subscription"]  # type: ignore[index]
+    sub: Subscribed = client.call(p.AGENT_SUBSCRIBE, {"agent": agent, "from_seq": from_seq})
+    sid = sub["subscription"]
     if until_idle and from_seq is None:
-        info = client.call(p.AGENT_SHOW, {"agent": agent})
-        if isinstance(info, dict) and not info.get("current_turn") and not info.get("queued"):
+        info: ShownAgent = client.call(p.AGENT_SHOW, {"agent": agent})
+        if not info.get("current_turn") and not info.get("queued"):
             return EXIT_OK
     while True:
         msg = client.next_notification()
@@ -365,5 +373,5 @@ def watch(client: Client, agent: str, printer: EventPrinter, *, from_seq: int | 
             code = printer.finish(ev, None)
             if until_idle:
                 info = client.call(p.AGENT_SHOW, {"agent": agent})
-                if isinstance(info, dict) and not info.get("queued"):
+                if not info.get("queued"):
                     return code

@@ -647,3 +647,11 @@ def test_text_fault_for_credentials_never_quotes_the_value():
     assert text_fault({"anthropic": secret}) == "anthropic: a lone surrogate (\\udc80) is not Unicode text"
     assert text_fault({"anthropic": "sk-ant-fine"}) is None
     assert text_fault({"a": [{"b": ["ok", "x\ud800"]}]}) == "a[0].b[1]: a lone surrogate (\\ud800) is not Unicode text"
+
+
+def test_max_line_bytes_is_bounded(tmp_path):
+    from daemon.config import ConfigError, parse_config
+
+    with pytest.raises(ConfigError, match="max_line_bytes"):
+        parse_config(b'{"max_line_bytes": 1099511627776}', tmp_path / "config.json")
+    assert parse_config(b'{"max_line_bytes": 67108864}', tmp_path / "config.json").max_line_bytes == 1 << 26

@@ -222,6 +222,25 @@ def test_usage_views(daemon: Daemon) -> None:
     assert rep["total"]["turns"] == 2 and rep["descendants"] is True  # type: ignore[index]
     whole = daemon.ikictl("usage").lines
     assert whole[0].startswith("usage of the whole database (")
+    # the whole-database table is the sum of the per-root reports (--json)
+    new(daemon, "payer-two")
+    daemon.ikictl("send", "payer-two", "hi")
+    for _ in range(5):  # a turn of another test may end meanwhile: read until steady
+        before = daemon.ikictl("usage", "--json").json()
+        whole = daemon.ikictl("usage").lines
+        if daemon.ikictl("usage", "--json").json() == before:
+            break
+    roots = before["roots"]  # type: ignore[index]
+    assert len(roots) >= 2
+    assert whole[0] == f"usage of the whole database ({before['agents']} agents)"  # type: ignore[index]
+    total = next(line.split() for line in whole if line.startswith("total "))
+    assert total[1] == f"{sum(r['total']['turns'] for r in roots):,}"
+    assert total[2] == f"{sum(r['total']['input_tokens'] for r in roots):,}"
+    assert total[3] == f"{sum(r['total']['output_tokens'] for r in roots):,}"
+    by_model = {
+        line.split()[0] for line in whole[2:] if "/" in line.split()[0] and not line.startswith("no price")
+    }
+    assert by_model == {f"{t['provider']}/{t['model']}" for r in roots for t in r["by_model"]}
 
 
 def test_clear_mark_rewind(daemon: Daemon) -> None:
@@ -299,6 +318,7 @@ def test_status_and_models(daemon: Daemon) -> None:
     rows = daemon.ikictl("models", "--json").json()
     offline = daemon.ikictl("models", "--offline", "--json").json()
     assert {r["model"] for r in rows} == {r["model"] for r in offline}  # type: ignore[union-attr, index]
+    assert rows == offline  # row for row: both are built by daemon.rows.model_row
 
 
 def test_daemon_logs(daemon: Daemon) -> None:

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Client", "DaemonUnreachable", "RpcError", "connect", "default_socket"]
 
-AUTOSTART_WAIT = 10.0  # seconds
 
 
 def default_socket(override: str | None = None) -> str:
@@ -180,7 +179,7 @@ def connect(path: str | None = None, *, autostart: bool = True, quiet: bool = Tr
         raise DaemonUnreachable(
             f"no daemon answers at {path} ({why}); start one with `ikictl daemon start`"
         )
-    from ikictl.daemonctl import start_daemon
+    from ikictl._autostart import start_daemon
 
     start_daemon(path, quiet=quiet)
     return Client.open(path)

@@ -1,4 +1,4 @@
-"""``ikictl daemon start|stop|logs`` and the autostart used by every command."""
+"""``ikictl daemon start|stop|logs`` (the autostart every command uses is in _autostart.py)."""
 
 from __future__ import annotations
 
@@ -6,73 +6,17 @@ import argparse
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 from daemon import protocol as p
+from ikictl._autostart import answers, log_dir, start_daemon
 from ikictl._errors import EXIT_ERROR, EXIT_OK, DaemonUnreachable
-from ikictl.client import AUTOSTART_WAIT, Client, connect, default_socket
+from ikictl.client import Client, connect, default_socket
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from daemon.results import Status
-
-
-def _env_for(sock: str) -> dict[str, str]:
-    env = dict(os.environ)
-    if sock != str(p.socket_path(env)):
-        env["IKIGAI_SOCKET"] = sock  # --socket given: the daemon listens there
-    return env
-
-
-def log_dir(env: dict[str, str] | None = None) -> Path:
-    from daemon.paths import resolve_paths
-
-    return resolve_paths(env or os.environ).log_dir
-
-
-def _answers(sock: str) -> bool:
-    try:
-        Client.open(sock, timeout=1.0).close()
-        return True
-    except OSError:
-        return False
-
-
-def start_daemon(sock: str, *, quiet: bool = True, wait: float = AUTOSTART_WAIT) -> int:
-    """Start ``ikigaid run`` in the background (its own session, the same
-    environment) and wait until its socket answers; the child's pid."""
-    env = _env_for(sock)
-    logs = log_dir(env)
-    logs.mkdir(parents=True, exist_ok=True)
-    out_file = logs / "ikigaid.out"
-    with open(out_file, "ab") as out:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "daemon", "run"],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-            env=env,
-            close_fds=True,
-        )
-    deadline = time.monotonic() + wait
-    while True:
-        if _answers(sock):
-            return child.pid
-        code = child.poll()
-        if code is not None:
-            raise DaemonUnreachable(
-                f"started ikigaid but it exited with status {code} before its socket answered; "
-                f"see {out_file} and `ikictl daemon logs`"
-            )
-        if time.monotonic() > deadline:
-            raise DaemonUnreachable(
-                f"started ikigaid but its socket did not answer within {wait:g} s; see `ikictl daemon logs`"
-            )
-        time.sleep(0.03)
 
 
 def cmd_start(args: argparse.Namespace) -> int:
@@ -129,7 +73,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
             c.call(p.DAEMON_SHUTDOWN)
     deadline = time.monotonic() + args.wait
     while time.monotonic() < deadline:
-        gone = not _alive(pid) if isinstance(pid, int) else not _answers(sock)
+        gone = not _alive(pid) if isinstance(pid, int) else not answers(sock)
         if gone:
             break
         time.sleep(0.05)

@@ -69,7 +69,9 @@ class Actor:
         self.alive = True
         self._queue: deque[_Prompt | _Switch] = deque()
         self._wake = trio.Event()
-        self._context: list[Message] | None = None  # the replayed context, kept in step with the store
+        self._context: list[Message] | None = (
+            None  # the replayed context, kept in step with the store
+        )
         self._turn_ended = trio.Event()  # pulsed at the end of every turn
         self._mail_waiting = False
         self._repaired = False  # dangling turn from a crashed daemon checked
@@ -233,7 +235,9 @@ class Actor:
             self.publish(Notice(text="a turn cut short by a daemon stop was marked interrupted"))
 
     async def apply_switch(self, resolved: ResolvedModel) -> None:
-        await self.deps.db.switch_model(self.uuid, resolved.provider, resolved.model, resolved.thinking.level)
+        await self.deps.db.switch_model(
+            self.uuid, resolved.provider, resolved.model, resolved.thinking.level
+        )
         self.provider, self.model, self.thinking_level = (
             resolved.provider,
             resolved.model,

@@ -49,7 +49,9 @@ class Neighbours(Protocol):
         """A turn of ``uuid`` ended (waits re-check)."""
         ...
 
-    def resolve_model(self, text: str, *, current_thinking: ThinkingLevel = "none") -> ResolvedModel: ...
+    def resolve_model(
+        self, text: str, *, current_thinking: ThinkingLevel = "none"
+    ) -> ResolvedModel: ...
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,9 @@ class Subscription:
 
 
 class EventLog:
-    def __init__(self, agent: str, *, keep: int = 256, buffer: int = 512, first_seq: int = 1) -> None:
+    def __init__(
+        self, agent: str, *, keep: int = 256, buffer: int = 512, first_seq: int = 1
+    ) -> None:
         self.agent = agent
         self.buffer = buffer
         self._entries: deque[LogEntry] = deque(maxlen=keep)
@@ -124,7 +126,11 @@ class EventLog:
             oldest = self.oldest_seq
             if from_seq < oldest:
                 backlog.append(
-                    LogEntry(seq=from_seq, agent=self.agent, event=Lagged(resume_from=from_seq, oldest_kept=oldest))
+                    LogEntry(
+                        seq=from_seq,
+                        agent=self.agent,
+                        event=Lagged(resume_from=from_seq, oldest_kept=oldest),
+                    )
                 )
             backlog.extend(e for e in self._entries if e.seq >= from_seq)
         sub = Subscription(self, backlog, self.buffer)

@@ -39,7 +39,9 @@ class AsyncStore:
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Any Store method, in a worker thread (for reads this facade does not wrap)."""
-        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs), limiter=self._limiter)
+        return await trio.to_thread.run_sync(
+            functools.partial(fn, *args, **kwargs), limiter=self._limiter
+        )
 
     # ------------------------------------------------------------ agents
 
@@ -62,7 +64,9 @@ class AsyncStore:
         """Each agent's report with its descendants, in one worker thread."""
         return await self.call(lambda: [self.store.usage(u, descendants=True) for u in uuids])
 
-    async def history(self, uuid: str, *, limit: int | None = None, before: int | None = None) -> list[MessageRecord]:
+    async def history(
+        self, uuid: str, *, limit: int | None = None, before: int | None = None
+    ) -> list[MessageRecord]:
         return await self.call(self.store.history, uuid, limit=limit, before=before)
 
     async def create_agent(
@@ -102,7 +106,11 @@ class AsyncStore:
 
     async def switch_model(self, uuid: str, provider: str, model: str, thinking_level: str) -> None:
         await self.call(
-            self.store.switch_model, uuid, provider=provider, model=model, thinking_level=thinking_level
+            self.store.switch_model,
+            uuid,
+            provider=provider,
+            model=model,
+            thinking_level=thinking_level,
         )
 
     async def set_system(self, uuid: str, text: str) -> None:
@@ -118,8 +126,12 @@ class AsyncStore:
     ) -> QueuedPrompt:
         return await self.call(self.store.enqueue_prompt, uuid, turn, text, mail_ids=mail_ids or ())
 
-    async def start_turn(self, uuid: str, message: Message, *, queue_id: int | None, turn: str) -> int:
-        return (await self.call(self.store.start_turn, uuid, message, queue_id=queue_id, turn=turn)).id
+    async def start_turn(
+        self, uuid: str, message: Message, *, queue_id: int | None, turn: str
+    ) -> int:
+        return (
+            await self.call(self.store.start_turn, uuid, message, queue_id=queue_id, turn=turn)
+        ).id
 
     async def end_turn(self, uuid: str) -> None:
         await self.call(self.store.end_turn, uuid)
@@ -137,8 +149,12 @@ class AsyncStore:
         )
         return rows[0].id
 
-    async def append_tool_results(self, uuid: str, message: Message, *, end_turn: bool = False) -> int:
-        return (await self.call(self.store.append_tool_results, uuid, message, end_turn=end_turn)).id
+    async def append_tool_results(
+        self, uuid: str, message: Message, *, end_turn: bool = False
+    ) -> int:
+        return (
+            await self.call(self.store.append_tool_results, uuid, message, end_turn=end_turn)
+        ).id
 
     async def append_interrupted(self, uuid: str, turn_start: int) -> int:
         return (await self.call(self.store.mark_interrupted, uuid, turn_start)).id

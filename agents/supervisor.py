@@ -72,7 +72,9 @@ class Supervisor:
 
     # ------------------------------------------------------------ lifetime
 
-    async def run(self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: trio.TaskStatus[Supervisor] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             # what a killed daemon left: turns cut mid-way are marked
@@ -113,21 +115,32 @@ class Supervisor:
         await self._nursery.start(self._supervise, actor)
         return actor
 
-    async def _supervise(self, actor: Actor, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _supervise(
+        self, actor: Actor, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         with trio.CancelScope() as scope:
             self._scopes[actor.uuid] = scope
             task_status.started()
             while True:
                 try:
                     await actor.run()
-                except Exception as exc:  # the actor loop itself failed: record it and start it again
+                except (
+                    Exception
+                ) as exc:  # the actor loop itself failed: record it and start it again
                     log.exception("agent crashed; restarting its loop", agent=actor.uuid)
-                    actor.log.publish(Notice(text=scrub(f"agent loop crashed ({type(exc).__name__}: {exc}); restarted")))
+                    actor.log.publish(
+                        Notice(
+                            text=scrub(
+                                f"agent loop crashed ({type(exc).__name__}: {exc}); restarted"
+                            )
+                        )
+                    )
                     await trio.sleep(0.1)
         self._scopes.pop(actor.uuid, None)
 
     async def shutdown(self, grace: float = 5.0) -> None:
-        """Cancel every running turn (marked interrupted), wait up to ``grace`` for them to record it."""
+        """Cancel every running turn (marked interrupted) and wait up to ``grace``
+        for them to record it."""
         for actor in self.actors.values():
             actor.drop_queue()
             actor.cancel()
@@ -170,7 +183,9 @@ class Supervisor:
             raise AgentError(f"agent {record.name} ({record.uuid}) is dead")
         return actor
 
-    def resolve_model(self, text: str, *, current_thinking: ThinkingLevel = "none") -> ResolvedModel:
+    def resolve_model(
+        self, text: str, *, current_thinking: ThinkingLevel = "none"
+    ) -> ResolvedModel:
         return resolve_model(text, catalog=self.pool.catalog, current_thinking=current_thinking)
 
     # ------------------------------------------------------------ agents
@@ -298,7 +313,8 @@ class Supervisor:
         if actor.busy:
             if not queue:
                 raise AgentError(
-                    f"agent {actor.name} is running a turn: cancel it first, or queue the switch to run after it"
+                    f"agent {actor.name} is running a turn: cancel it first, "
+                    "or queue the switch to run after it"
                 )
             actor.queue_switch(resolved)
             return resolved
@@ -361,22 +377,38 @@ class Supervisor:
             if caller in self.actors:
                 self.actors[caller].notify_mail()  # whatever the wait did not take
 
-    async def _wait_for(self, caller: str, records: list[Any], timeout: float | None) -> list[dict[str, Any]]:  # noqa: ASYNC109
+    async def _wait_for(
+        self,
+        caller: str,
+        records: list[Any],
+        timeout: float | None,  # noqa: ASYNC109 - the model's own wait limit, part of the tool
+    ) -> list[dict[str, Any]]:
         results: dict[str, dict[str, Any]] = {}
         deadline = trio.current_time() + (timeout if timeout is not None else math.inf)
         while True:
             for rec in records:
                 if rec.uuid in results:
                     continue
-                mail = [m for m in await self.db.inbox(caller, unread=True) if m.from_uuid == rec.uuid]
+                mail = [
+                    m for m in await self.db.inbox(caller, unread=True) if m.from_uuid == rec.uuid
+                ]
                 if mail:
                     await self.db.mark_read(caller, [m.id for m in mail])
-                    results[rec.uuid] = {"agent": rec.uuid, "name": rec.name, "status": "answered",
-                                         "reply": "\n\n".join(m.body for m in mail)}
+                    results[rec.uuid] = {
+                        "agent": rec.uuid,
+                        "name": rec.name,
+                        "status": "answered",
+                        "reply": "\n\n".join(m.body for m in mail),
+                    }
                     continue
                 actor = self.actors.get(rec.uuid)
                 if actor is None:
-                    results[rec.uuid] = {"agent": rec.uuid, "name": rec.name, "status": "dead", "reply": ""}
+                    results[rec.uuid] = {
+                        "agent": rec.uuid,
+                        "name": rec.name,
+                        "status": "dead",
+                        "reply": "",
+                    }
                 elif not actor.busy:
                     last = actor.last_result
                     results[rec.uuid] = {
@@ -393,7 +425,9 @@ class Supervisor:
             if trio.current_time() >= deadline:
                 break
         return [
-            results.get(rec.uuid, {"agent": rec.uuid, "name": rec.name, "status": "running", "reply": ""})
+            results.get(
+                rec.uuid, {"agent": rec.uuid, "name": rec.name, "status": "running", "reply": ""}
+            )
             for rec in records
         ]
 
@@ -415,7 +449,9 @@ class SupervisorOps:
     def __init__(self, sup: Supervisor) -> None:
         self.sup = sup
 
-    async def fork(self, parent: str, *, prompt: str | None, model: str | None, name: str | None) -> str:
+    async def fork(
+        self, parent: str, *, prompt: str | None, model: str | None, name: str | None
+    ) -> str:
         with _refused():
             child, _, _ = await self.sup.fork(parent, model=model, name=name, prompt=prompt)
         return child.uuid
@@ -423,8 +459,13 @@ class SupervisorOps:
     async def kill(self, caller: str, target: str) -> list[str]:
         with _refused():
             record = await self.sup.resolve(target)
-            if record.uuid == caller or record.uuid not in await self.sup.db.descendants(caller, live_only=True):
-                raise AgentOpError(f"{target} is not a descendant of this agent: an agent may only kill its own sub-agents")
+            if record.uuid == caller or record.uuid not in await self.sup.db.descendants(
+                caller, live_only=True
+            ):
+                raise AgentOpError(
+                    f"{target} is not a descendant of this agent: "
+                    "an agent may only kill its own sub-agents"
+                )
             return await self.sup.kill(record.uuid, reason=f"killed by {caller}")
 
     async def send(self, sender: str, to: str, text: str) -> int:

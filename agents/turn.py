@@ -82,7 +82,9 @@ class TurnHost(Protocol):
 class Turn:
     """The state of one turn (its id, spend, cancel scope, first row) and the loop that runs it."""
 
-    def __init__(self, host: TurnHost, deps: ActorDeps, turn: str, text: str, queue_id: int | None) -> None:
+    def __init__(
+        self, host: TurnHost, deps: ActorDeps, turn: str, text: str, queue_id: int | None
+    ) -> None:
         self.host = host
         self.deps = deps
         self.id = turn
@@ -104,7 +106,10 @@ class Turn:
         host, db = self.host, self.deps.db
         host.publish(
             TurnStarted(
-                prompt=self.text, provider=host.provider, model=host.model, thinking_level=host.thinking_level
+                prompt=self.text,
+                provider=host.provider,
+                model=host.model,
+                thinking_level=host.thinking_level,
             ),
             self.id,
         )
@@ -119,8 +124,12 @@ class Turn:
                 # shielded: a cancel that comes this early still finds the
                 # prompt in history (then marked interrupted), never lost
                 with trio.CancelScope(shield=True):
-                    context = await host.context()  # loaded before the append, or it would hold the prompt twice
-                    self.first_row = await db.start_turn(host.uuid, user, queue_id=self.queue_id, turn=self.id)
+                    context = (
+                        await host.context()
+                    )  # loaded before the append, or it would hold the prompt twice
+                    self.first_row = await db.start_turn(
+                        host.uuid, user, queue_id=self.queue_id, turn=self.id
+                    )
                 context.append(user)
                 status, error = await self._steps()
                 if status != "completed":  # a completed turn was closed with its last row
@@ -136,14 +145,22 @@ class Turn:
                     try:
                         await db.append_interrupted(host.uuid, self.first_row)
                     except Exception:
-                        log.exception("could not mark the turn interrupted", agent=host.uuid, turn=self.id)
+                        log.exception(
+                            "could not mark the turn interrupted", agent=host.uuid, turn=self.id
+                        )
                 host.invalidate_context()  # replay leaves the interrupted turn out
                 context = None
         reply = ""
         if context and context[-1].role == "assistant":
             reply = context[-1].text
         return TurnResult(
-            turn=self.id, status=status, reply=reply, error=error, message=message, usage=self.usage, cost_usd=self.cost
+            turn=self.id,
+            status=status,
+            reply=reply,
+            error=error,
+            message=message,
+            usage=self.usage,
+            cost_usd=self.cost,
         )
 
     async def _steps(self) -> tuple[TurnStatus, ProviderError | None]:
@@ -167,21 +184,30 @@ class Turn:
             if not calls:
                 return "completed", None
             if step == cfg.max_tool_turns:
-                await self._store_results(calls, f"not run: the tool-turn limit ({cfg.max_tool_turns}) was reached")
-                host.publish(Notice(text=f"tool-turn limit ({cfg.max_tool_turns}) reached"), self.id)
+                await self._store_results(
+                    calls, f"not run: the tool-turn limit ({cfg.max_tool_turns}) was reached"
+                )
+                host.publish(
+                    Notice(text=f"tool-turn limit ({cfg.max_tool_turns}) reached"), self.id
+                )
                 return "tool_limit", None
             if self.stop_at_boundary:
                 await self._store_results(calls, "not run: the turn was cancelled")
                 return "cancelled", None
             host.set_state("executing_tool")
             for call in calls:
-                host.publish(ToolStarted(id=call.id, name=call.name, arguments=call.arguments), self.id)
+                host.publish(
+                    ToolStarted(id=call.id, name=call.name, arguments=call.arguments), self.id
+                )
             ctx = ToolContext(agent_uuid=host.uuid, cwd=cfg.cwd, ops=self.deps.ops)
             results = await self.deps.tools.run_all(calls, ctx, limit=cfg.tool_concurrency)
             for call, result in zip(calls, results, strict=True):
                 host.publish(
                     ToolFinished(
-                        id=call.id, name=call.name, is_error=result.is_error, content=result.content[:_EVENT_CONTENT]
+                        id=call.id,
+                        name=call.name,
+                        is_error=result.is_error,
+                        content=result.content[:_EVENT_CONTENT],
                     ),
                     self.id,
                 )
@@ -211,12 +237,17 @@ class Turn:
         )
 
     async def _store_results(self, calls: list[ToolCallBlock], text: str) -> None:
-        results = [ToolResultBlock(tool_call_id=c.id, content=text, is_error=True, name=c.name) for c in calls]
+        results = [
+            ToolResultBlock(tool_call_id=c.id, content=text, is_error=True, name=c.name)
+            for c in calls
+        ]
         msg = Message(role="tool", content=list(results))
         await self.deps.db.append_tool_results(self.host.uuid, msg, end_turn=True)
         (await self.host.context()).append(msg)
 
-    def _request(self, model: str, provider: str, level: ThinkingLevel, history: list[Message]) -> Request:
+    def _request(
+        self, model: str, provider: str, level: ThinkingLevel, history: list[Message]
+    ) -> Request:
         system = self.host.system_prompt
         return Request(
             model=model,
@@ -230,7 +261,9 @@ class Turn:
     def _targets(self) -> list[tuple[str, str, ThinkingLevel]]:
         """The agent's model, then each configured fallback that differs from it."""
         host = self.host
-        targets: list[tuple[str, str, ThinkingLevel]] = [(host.provider, host.model, host.thinking_level)]
+        targets: list[tuple[str, str, ThinkingLevel]] = [
+            (host.provider, host.model, host.thinking_level)
+        ]
         for spec in self.deps.config.fallbacks:
             try:
                 r = self.deps.neighbours.resolve_model(spec, current_thinking=host.thinking_level)
@@ -249,7 +282,10 @@ class Turn:
         for index, (provider_name, model, level) in enumerate(targets):
             if index:
                 assert error is not None
-                host.publish(FallbackUsed(from_model=targets[index - 1][1], to_model=model, error=error), self.id)
+                host.publish(
+                    FallbackUsed(from_model=targets[index - 1][1], to_model=model, error=error),
+                    self.id,
+                )
             request = self._request(model, provider_name, level, history)
             attempt = 0
             while True:
@@ -278,7 +314,11 @@ class Turn:
                     break
                 host.publish(
                     RetryScheduled(
-                        attempt=attempt + 1, delay=delay, error=error, model=model, discarded_output=acc.has_output
+                        attempt=attempt + 1,
+                        delay=delay,
+                        error=error,
+                        model=model,
+                        discarded_output=acc.has_output,
                     ),
                     self.id,
                 )

@@ -141,7 +141,11 @@ class Api:
             raise p.RpcError(
                 p.AMBIGUOUS_AGENT,
                 str(e),
-                {"candidates": [{"uuid": r.uuid, "name": r.name, "status": r.status} for r in found]},
+                {
+                    "candidates": [
+                        {"uuid": r.uuid, "name": r.name, "status": r.status} for r in found
+                    ]
+                },
             ) from None
         except AgentNotFound as e:
             raise p.RpcError(p.AGENT_NOT_FOUND, str(e)) from None
@@ -151,7 +155,8 @@ class Api:
         actor = self.sup.actor_of(record.uuid)
         if actor is None:
             raise p.RpcError(
-                p.REFUSED, f"agent {record.name} ({record.uuid}) is dead; dead agents can be read, not run"
+                p.REFUSED,
+                f"agent {record.name} ({record.uuid}) is dead; dead agents can be read, not run",
             )
         return actor
 
@@ -200,7 +205,9 @@ class Api:
     async def models(self, conn: Connection, params: P.ModelsList) -> list[R.ModelRow]:
         if params.provider is not None and params.provider not in self.catalog.providers:
             known = ", ".join(self.catalog.providers)
-            raise p.RpcError(p.REFUSED, f"unknown provider {params.provider!r} (providers: {known})")
+            raise p.RpcError(
+                p.REFUSED, f"unknown provider {params.provider!r} (providers: {known})"
+            )
         return [model_row(m, self.catalog) for m in self.catalog.models_of(params.provider)]
 
     async def providers(self, conn: Connection, params: P.NoParams) -> list[R.ProviderRow]:
@@ -225,13 +232,21 @@ class Api:
         settings = self.info.settings(params.provider)
         name = params.provider
         if settings.key_env and not settings.api_key:
-            return {"provider": name, "ok": False, "error": f"no API key: set {' or '.join(settings.key_env)}"}
+            return {
+                "provider": name,
+                "ok": False,
+                "error": f"no API key: set {' or '.join(settings.key_env)}",
+            }
         try:
             async with httpx.AsyncClient(timeout=5) as client:
                 r = await client.get(settings.base_url)
             return {"provider": name, "ok": True, "status": r.status_code}
         except httpx.HTTPError as e:
-            return {"provider": name, "ok": False, "error": f"{settings.base_url} did not answer: {type(e).__name__}"}
+            return {
+                "provider": name,
+                "ok": False,
+                "error": f"{settings.base_url} did not answer: {type(e).__name__}",
+            }
 
     # ------------------------------------------------------------ agents
 
@@ -252,7 +267,11 @@ class Api:
         for r in records:
             t = totals.get(r.uuid)
             usage: R.UsageBrief = (
-                {"input_tokens": t.input_tokens, "output_tokens": t.output_tokens, "cost_usd": t.cost_usd}
+                {
+                    "input_tokens": t.input_tokens,
+                    "output_tokens": t.output_tokens,
+                    "cost_usd": t.cost_usd,
+                }
                 if t is not None
                 else {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
             )
@@ -267,7 +286,12 @@ class Api:
         last_turn: R.LastTurn | None = (
             None
             if last is None
-            else {"turn": last.turn, "status": last.status, "reply": last.reply, "error": _plain(last.error)}
+            else {
+                "turn": last.turn,
+                "status": last.status,
+                "reply": last.reply,
+                "error": _plain(last.error),
+            }
         )
         return {**self._info(record), "usage": _plain(report.total), "last_turn": last_turn}
 
@@ -321,7 +345,11 @@ class Api:
         record = await self._record(params.agent)
         with _refusals():
             child, resolved, turn = await self.sup.fork(
-                record.uuid, model=params.model, at_message=params.at, name=params.name, prompt=params.prompt
+                record.uuid,
+                model=params.model,
+                at_message=params.at,
+                name=params.name,
+                prompt=params.prompt,
             )
         return {"agent": self._info(child), "model": _model_info(resolved), "turn": turn}
 
@@ -342,7 +370,9 @@ class Api:
         if params.limit is not None and params.limit < 1:
             raise p.RpcError(p.INVALID_PARAMS, "limit: must be 1 or more")
         limit = params.limit
-        rows = await self.db.history(record.uuid, limit=None if limit is None else limit + 1, before=params.before)
+        rows = await self.db.history(
+            record.uuid, limit=None if limit is None else limit + 1, before=params.before
+        )
         more = limit is not None and len(rows) > limit
         if more:
             rows = rows[1:]
@@ -366,7 +396,9 @@ class Api:
             reports = await self.db.usage_of_trees(roots)
             return {"agents": len(records), "roots": [_plain(r) for r in reports]}
         record = await self._record(params.agent)
-        report: R.UsageReport = _plain(await self.db.usage(record.uuid, descendants=params.descendants))
+        report: R.UsageReport = _plain(
+            await self.db.usage(record.uuid, descendants=params.descendants)
+        )
         return report
 
     async def _history_op(self, ref: str, kind: P.HistoryOp, label: str | None) -> R.MessageId:

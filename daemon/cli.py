@@ -1,8 +1,8 @@
 """``ikigaid``: the ikigai daemon's command line.
 
-    ikigaid [run]            run in the foreground (what systemd and a terminal want)
-    ikigaid run --detach     start in the background and return once it answers
-    ikigaid migrate          upgrade the database to the newest schema and say which
+ikigaid [run]            run in the foreground (what systemd and a terminal want)
+ikigaid run --detach     start in the background and return once it answers
+ikigaid migrate          upgrade the database to the newest schema and say which
 """
 
 from __future__ import annotations
@@ -23,15 +23,38 @@ def build_parser() -> argparse.ArgumentParser:
             "The ikigai daemon: runs LLM agents, one actor per agent, with every "
             "message kept in SQL history, and serves the control socket ikictl talks to. "
             "Paths follow XDG; IKIGAI_HOME=DIR puts config, credentials, database, logs "
-            "and socket under DIR; IKIGAI_SOCKET, IKIGAI_DB_URL and IKIGAI_CONFIG override one each."
+            "and socket under DIR; IKIGAI_SOCKET, IKIGAI_DB_URL and IKIGAI_CONFIG "
+            "override one each."
         ),
     )
     parser.add_argument("--version", action="version", version=f"ikigaid {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    run = sub.add_parser("run", help="run the daemon (the default command)", description="Run the daemon in the foreground until SIGTERM or SIGINT (SIGHUP reloads the config).")
-    run.add_argument("--detach", action="store_true", help="start in the background and return once the socket answers")
-    run.add_argument("--log-level", default=None, help="debug, info, warning or error (default: config log_level)")
-    sub.add_parser("migrate", help="upgrade the database schema to the newest revision", description="Upgrade the database (IKIGAI_DB_URL, config database_url or the default SQLite file) to the newest schema revision and print it.")
+    run = sub.add_parser(
+        "run",
+        help="run the daemon (the default command)",
+        description=(
+            "Run the daemon in the foreground until SIGTERM or SIGINT "
+            "(SIGHUP reloads the config)."
+        ),
+    )
+    run.add_argument(
+        "--detach",
+        action="store_true",
+        help="start in the background and return once the socket answers",
+    )
+    run.add_argument(
+        "--log-level",
+        default=None,
+        help="debug, info, warning or error (default: config log_level)",
+    )
+    sub.add_parser(
+        "migrate",
+        help="upgrade the database schema to the newest revision",
+        description=(
+            "Upgrade the database (IKIGAI_DB_URL, config database_url or the default "
+            "SQLite file) to the newest schema revision and print it."
+        ),
+    )
     return parser
 
 
@@ -53,7 +76,9 @@ def _detach(log_level: str | None) -> int:
     cmd = [sys.executable, "-m", "daemon", "run"]
     if log_level:
         cmd += ["--log-level", log_level]
-    child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+    child = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+    )
     out.close()
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
@@ -61,7 +86,10 @@ def _detach(log_level: str | None) -> int:
             print(f"ikigaid started (pid {child.pid}), socket {paths.socket}")
             return 0
         if child.poll() is not None:
-            return _fail(f"the daemon exited at start (code {child.returncode}); see {paths.log_dir / 'ikigaid.out'}")
+            return _fail(
+                f"the daemon exited at start (code {child.returncode}); "
+                f"see {paths.log_dir / 'ikigaid.out'}"
+            )
         time.sleep(0.05)
     return _fail(f"the daemon did not answer on {paths.socket} within 15 s; see {paths.log_dir}")
 
@@ -98,7 +126,11 @@ def _run(log_level: str | None) -> int:
         level = log_level or load_config(paths.config_file).log_level
     except ConfigError as e:
         return _fail(str(e))
-    configure_logging(paths.log_dir, foreground=sys.stderr.isatty() or os.environ.get("IKIGAI_LOG_STDERR") == "1", level=level)
+    configure_logging(
+        paths.log_dir,
+        foreground=sys.stderr.isatty() or os.environ.get("IKIGAI_LOG_STDERR") == "1",
+        level=level,
+    )
     try:
         trio.run(Daemon(paths).run)
     except (AlreadyRunning, StartupError, ConfigError, CredentialsError, StoreError) as e:
@@ -117,7 +149,11 @@ def _migrate() -> int:
 
     paths = resolve_paths()
     try:
-        url = os.environ.get("IKIGAI_DB_URL") or load_config(paths.config_file).database_url or paths.db_url
+        url = (
+            os.environ.get("IKIGAI_DB_URL")
+            or load_config(paths.config_file).database_url
+            or paths.db_url
+        )
         revision = upgrade(url)
     except ConfigError as e:
         return _fail(str(e))

@@ -52,7 +52,9 @@ def _encode_event(note: _EventNote) -> bytes:
     try:
         return _encoder.encode(note)
     except UnicodeEncodeError:
-        log.exception("an event held invalid Unicode; sent with U+FFFD", agent=note.agent, seq=note.seq)
+        log.exception(
+            "an event held invalid Unicode; sent with U+FFFD", agent=note.agent, seq=note.seq
+        )
         return _encoder.encode(_scrub(msgspec.to_builtins(note)))
 
 
@@ -112,12 +114,23 @@ def parse_line(line: bytes) -> Any:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise _Refusal(None, p.PARSE_ERROR, f"parse error: invalid UTF-8 at byte {e.start}; a request line is UTF-8 text") from None
+        raise _Refusal(
+            None,
+            p.PARSE_ERROR,
+            f"parse error: invalid UTF-8 at byte {e.start}; a request line is UTF-8 text",
+        ) from None
     if _too_deep(line):
-        raise _Refusal(None, p.PARSE_ERROR, f"parse error: arrays and objects nested deeper than {p.MAX_DEPTH} levels")
+        raise _Refusal(
+            None,
+            p.PARSE_ERROR,
+            f"parse error: arrays and objects nested deeper than {p.MAX_DEPTH} levels",
+        )
     try:
         return json.loads(text, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as e:  # RecursionError: cannot happen after _too_deep; kept as a guard
+    except (
+        ValueError,
+        RecursionError,
+    ) as e:  # RecursionError: cannot happen after _too_deep; kept as a guard
         raise _Refusal(None, p.PARSE_ERROR, f"parse error: {excerpt(str(e))}") from None
 
 
@@ -149,7 +162,10 @@ def _id_problem(rid: Any) -> str | None:
         if len(rid) > p.MAX_ID:
             return f"id: a string id has at most {p.MAX_ID} characters (this one has {len(rid)})"
         return lone_surrogate(rid, ("id",))
-    return f"id must be a string (at most {p.MAX_ID} characters) or an integer from {-p.MAX_INT} to {p.MAX_INT}"
+    return (
+        f"id must be a string (at most {p.MAX_ID} characters) "
+        f"or an integer from {-p.MAX_INT} to {p.MAX_INT}"
+    )
 
 
 # lines of a connection's send buffer kept for answers and notices: events
@@ -198,10 +214,22 @@ class Connection:
 
     def respond(self, id: Any, result: Any) -> None:
         try:
-            line = b'{"jsonrpc":"2.0","id":' + _encoder.encode(id) + b',"result":' + _encoder.encode(result) + b"}\n"
+            line = (
+                b'{"jsonrpc":"2.0","id":'
+                + _encoder.encode(id)
+                + b',"result":'
+                + _encoder.encode(result)
+                + b"}\n"
+            )
         except (TypeError, ValueError, OverflowError):  # UnicodeEncodeError is a ValueError
             log.exception("could not encode an answer", connection=self.id)
-            self.fail(id, p.RpcError(p.INTERNAL_ERROR, "internal error: the answer could not be encoded; see the daemon log"))
+            self.fail(
+                id,
+                p.RpcError(
+                    p.INTERNAL_ERROR,
+                    "internal error: the answer could not be encoded; see the daemon log",
+                ),
+            )
             return
         self.send_bytes(line)
 
@@ -212,9 +240,22 @@ class Connection:
             line = _encoder.encode({"jsonrpc": "2.0", "id": id, "error": payload}) + b"\n"
         except (TypeError, ValueError, OverflowError):
             log.exception("could not encode an error answer", connection=self.id, code=error.code)
-            line = _encoder.encode(
-                {"jsonrpc": "2.0", "id": id, "error": {"code": p.INTERNAL_ERROR, "message": "internal error: the error could not be encoded; see the daemon log"}}
-            ) + b"\n"
+            line = (
+                _encoder.encode(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": id,
+                        "error": {
+                            "code": p.INTERNAL_ERROR,
+                            "message": (
+                                "internal error: the error could not be encoded; "
+                                "see the daemon log"
+                            ),
+                        },
+                    }
+                )
+                + b"\n"
+            )
         self.send_bytes(line)
 
     def close(self) -> None:
@@ -243,7 +284,9 @@ class Connection:
         scope.cancel()
         return True
 
-    async def _forward(self, sid: int, agent: str, sub: Subscription, scope: trio.CancelScope) -> None:
+    async def _forward(
+        self, sid: int, agent: str, sub: Subscription, scope: trio.CancelScope
+    ) -> None:
         reason = "agent ended"
         roomy = self.server.client_buffer - _ANSWER_ROOM
         with scope:
@@ -265,7 +308,13 @@ class Connection:
                     break
             if sid in self.subscriptions:
                 self.subscriptions.pop(sid, None)
-                self.send({"jsonrpc": "2.0", "method": p.SUBSCRIPTION_END, "params": {"subscription": sid, "reason": reason}})
+                self.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": p.SUBSCRIPTION_END,
+                        "params": {"subscription": sid, "reason": reason},
+                    }
+                )
 
     # ------------------------------------------------------------ the loops
 
@@ -347,7 +396,10 @@ class Connection:
                 await self._room.wait()
 
     def _too_long(self) -> None:
-        self.fail(None, p.RpcError(p.LINE_TOO_LONG, f"line longer than {self.server.max_line} bytes; closing"))
+        self.fail(
+            None,
+            p.RpcError(p.LINE_TOO_LONG, f"line longer than {self.server.max_line} bytes; closing"),
+        )
         self._out_send.close()
 
     def _dispatch(self, line: bytes, nursery: trio.Nursery) -> None:
@@ -359,8 +411,17 @@ class Connection:
             return
         except Exception:
             # a bug, not the client's fault: that request fails, nothing else
-            log.exception("could not take a request", connection=self.id, line=excerpt(line.decode(errors="replace")))
-            self.fail(None, p.RpcError(p.INTERNAL_ERROR, "internal error reading the request; see the daemon log"))
+            log.exception(
+                "could not take a request",
+                connection=self.id,
+                line=excerpt(line.decode(errors="replace")),
+            )
+            self.fail(
+                None,
+                p.RpcError(
+                    p.INTERNAL_ERROR, "internal error reading the request; see the daemon log"
+                ),
+            )
             return
         self._pending += 1
         nursery.start_soon(self._call, *call)
@@ -370,13 +431,21 @@ class Connection:
         request the daemon can carry out."""
         msg = parse_line(line)
         if not isinstance(msg, dict):
-            raise _Refusal(None, p.INVALID_REQUEST, 'not a JSON-RPC 2.0 request: need {"jsonrpc": "2.0", "method": ..., "id": ...}')
+            raise _Refusal(
+                None,
+                p.INVALID_REQUEST,
+                'not a JSON-RPC 2.0 request: need {"jsonrpc": "2.0", "method": ..., "id": ...}',
+            )
         rid = msg.get("id")
         problem = _id_problem(rid)
         if problem is not None:
             raise _Refusal(None, p.INVALID_REQUEST, problem)
         if msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
-            raise _Refusal(rid, p.INVALID_REQUEST, 'not a JSON-RPC 2.0 request: need {"jsonrpc": "2.0", "method": ..., "id": ...}')
+            raise _Refusal(
+                rid,
+                p.INVALID_REQUEST,
+                'not a JSON-RPC 2.0 request: need {"jsonrpc": "2.0", "method": ..., "id": ...}',
+            )
         method = msg["method"]
         if _MAYBE_SURROGATE.search(line):
             for key, value in msg.items():
@@ -384,11 +453,21 @@ class Connection:
                 if where is None:
                     continue
                 if key == "params":
-                    raise _Refusal(rid, p.INVALID_PARAMS, f"invalid params for {excerpt(method)}: {where}", answer=rid is not None)
+                    raise _Refusal(
+                        rid,
+                        p.INVALID_PARAMS,
+                        f"invalid params for {excerpt(method)}: {where}",
+                        answer=rid is not None,
+                    )
                 raise _Refusal(rid, p.INVALID_REQUEST, where)
         handler = self.server.handlers.get(method)
         if handler is None:
-            raise _Refusal(rid, p.METHOD_NOT_FOUND, f"unknown method {excerpt(method)!r}", answer=rid is not None)
+            raise _Refusal(
+                rid,
+                p.METHOD_NOT_FOUND,
+                f"unknown method {excerpt(method)!r}",
+                answer=rid is not None,
+            )
         try:
             params = decode_params(method, msg.get("params"))
         except p.RpcError as e:
@@ -429,7 +508,10 @@ class Connection:
         except Exception:
             log.exception("control method failed", method=method, connection=self.id)
             if rid is not None:
-                self.fail(rid, p.RpcError(p.INTERNAL_ERROR, f"internal error in {method}; see the daemon log"))
+                self.fail(
+                    rid,
+                    p.RpcError(p.INTERNAL_ERROR, f"internal error in {method}; see the daemon log"),
+                )
             return
         if rid is not None:
             self.respond(rid, result)
@@ -458,7 +540,10 @@ class ControlServer:
         self.connections: set[Connection] = set()
 
     async def serve(
-        self, sock: trio.socket.SocketType, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+        self,
+        sock: trio.socket.SocketType,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         listener = trio.SocketListener(sock)
         task_status.started()

@@ -116,7 +116,9 @@ _URL_PASSWORD = re.compile(
 
 def _scrub(text: str) -> str:
     text = scrub_secrets(text)
-    text = _JWT.sub(lambda m: f"{m.group('pre')}{REDACTED}", text)  # whole, before a key shape inside it
+    text = _JWT.sub(
+        lambda m: f"{m.group('pre')}{REDACTED}", text
+    )  # whole, before a key shape inside it
     text = _KEY_SHAPES.sub(REDACTED, text)
     text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
     text = _URL_PASSWORD.sub(lambda m: f"{m.group('pre')}{REDACTED}", text)

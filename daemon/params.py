@@ -162,10 +162,16 @@ def decode_params(method: str, raw: object) -> _P:
     for key, value in raw.items():
         # checked here, not left to msgspec: its message would quote the whole key
         if key not in names:
-            raise p.RpcError(p.INVALID_PARAMS, f"invalid params for {method}: Object contains unknown field `{excerpt(key)}`")
+            raise p.RpcError(
+                p.INVALID_PARAMS,
+                f"invalid params for {method}: Object contains unknown field `{excerpt(key)}`",
+            )
         if key in _REF_FIELDS and isinstance(value, str) and "\x00" in value:
             at = value.index("\x00")
-            raise p.RpcError(p.INVALID_PARAMS, f"invalid params for {method}: {key}: contains a NUL character (at character {at})")
+            raise p.RpcError(
+                p.INVALID_PARAMS,
+                f"invalid params for {method}: {key}: contains a NUL character (at character {at})",
+            )
     try:
         return msgspec.convert(raw, type=kind)
     except msgspec.ValidationError as e:
@@ -178,14 +184,17 @@ def decode_params(method: str, raw: object) -> _P:
             if bounds is not None:
                 what = bounds
             text = f"{field}: {what}"
-        raise p.RpcError(p.INVALID_PARAMS, f"invalid params for {method}: {excerpt(text, 2 * EXCERPT)}") from None
+        raise p.RpcError(
+            p.INVALID_PARAMS, f"invalid params for {method}: {excerpt(text, 2 * EXCERPT)}"
+        ) from None
 
 
 # fields that name something (an agent, a model...): never a NUL, which no
 # name holds and PostgreSQL text cannot store
 _REF_FIELDS = frozenset({"agent", "to", "from", "name", "label", "model", "provider"})
 _FIELDS: dict[type[_P], frozenset[str]] = {
-    kind: frozenset(f.encode_name for f in msgspec.structs.fields(kind)) for kind in set(PARAMS.values())
+    kind: frozenset(f.encode_name for f in msgspec.structs.fields(kind))
+    for kind in set(PARAMS.values())
 }
 
 
@@ -226,9 +235,15 @@ def lone_surrogate(value: Any, root: tuple[str | int, ...] = ()) -> str | None:
     back, match, in_key = found
     path = (*root, *reversed(back))
     if in_key:
-        return f"{_where(path)}: a key contains a lone surrogate ({_escaped(match)}); keys must be valid Unicode"
+        return (
+            f"{_where(path)}: a key contains a lone surrogate ({_escaped(match)}); "
+            "keys must be valid Unicode"
+        )
     what = excerpt(path[-1], 40) if path and isinstance(path[-1], str) else "every string"
-    return f"{_where(path)}: contains a lone surrogate ({_escaped(match)}); {what} must be valid Unicode"
+    return (
+        f"{_where(path)}: contains a lone surrogate ({_escaped(match)}); "
+        f"{what} must be valid Unicode"
+    )
 
 
 def _find_surrogate(item: Any) -> tuple[list[str | int], re.Match[str], bool] | None:

@@ -69,7 +69,9 @@ def bind_socket(path: Path) -> socket.socket:
     ensure_private_dir(path.parent)
     if path.exists() or path.is_symlink():
         if not stat.S_ISSOCK(path.lstat().st_mode):
-            raise StartupError(f"{path} exists and is not a socket: move it away or set IKIGAI_SOCKET")
+            raise StartupError(
+                f"{path} exists and is not a socket: move it away or set IKIGAI_SOCKET"
+            )
         if _socket_answers(path):
             raise AlreadyRunning(f"another ikigaid is already running on {path}")
         path.unlink()
@@ -236,7 +238,12 @@ class Daemon:
                 # right after READY=1 must shut down gracefully, not kill us
                 await nursery.start(self._signals)
                 sd_notify("READY=1")
-                log.info("ikigaid ready", socket=str(self.paths.socket), database=display_url(url), pid=os.getpid())
+                log.info(
+                    "ikigaid ready",
+                    socket=str(self.paths.socket),
+                    database=display_url(url),
+                    pid=os.getpid(),
+                )
                 task_status.started(self)
                 await self._stopping.wait()
                 sd_notify("STOPPING=1")
@@ -256,7 +263,9 @@ class Daemon:
                     self.paths.socket.unlink()
             log.info("ikigaid stopped")
 
-    async def _signals(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _signals(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             task_status.started()
             async for signum in signals:

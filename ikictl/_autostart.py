@@ -74,6 +74,7 @@ def start_daemon(sock: str, *, quiet: bool = True, wait: float = AUTOSTART_WAIT)
             )
         if time.monotonic() > deadline:
             raise DaemonUnreachable(
-                f"started ikigaid but its socket did not answer within {wait:g} s; see `ikictl daemon logs`"
+                f"started ikigaid but its socket did not answer within {wait:g} s; "
+                "see `ikictl daemon logs`"
             )
         time.sleep(0.03)

@@ -69,9 +69,24 @@ HIDDEN = {"_agents": "commands:cmd_agents_for_completion"}
 def _globals(parser: argparse.ArgumentParser, default: object) -> None:
     """Options every command takes, before or after the command name."""
     g = parser.add_argument_group("global options")
-    g.add_argument("--json", action="store_true", default=default, help="print JSON (events as NDJSON while streaming)")
-    g.add_argument("--no-autostart", action="store_true", default=default, help="fail (exit 3) instead of starting a daemon")
-    g.add_argument("--socket", metavar="PATH", default=default, help="the control socket (default: IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)")
+    g.add_argument(
+        "--json",
+        action="store_true",
+        default=default,
+        help="print JSON (events as NDJSON while streaming)",
+    )
+    g.add_argument(
+        "--no-autostart",
+        action="store_true",
+        default=default,
+        help="fail (exit 3) instead of starting a daemon",
+    )
+    g.add_argument(
+        "--socket",
+        metavar="PATH",
+        default=default,
+        help="the control socket (default: IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)",
+    )
 
 
 def _agent(p: argparse.ArgumentParser, help: str = "uuid, unique uuid prefix or name") -> None:
@@ -79,16 +94,28 @@ def _agent(p: argparse.ArgumentParser, help: str = "uuid, unique uuid prefix or 
 
 
 def _prompt(p: argparse.ArgumentParser, required: bool) -> None:
-    p.add_argument("prompt", metavar="PROMPT", nargs=None if required else "?", help="the prompt (`-` reads stdin)")
+    p.add_argument(
+        "prompt",
+        metavar="PROMPT",
+        nargs=None if required else "?",
+        help="the prompt (`-` reads stdin)",
+    )
 
 
 def _streaming(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
-    p.add_argument("--no-wait", action="store_true", help="start the turn and return at once (print its id)")
+    p.add_argument(
+        "--no-wait", action="store_true", help="start the turn and return at once (print its id)"
+    )
 
 
 def _add_new(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", "-m", metavar="M/T", help="MODEL[/THINKING], e.g. claude-sonnet-4-5/med (default: config)")
+    p.add_argument(
+        "--model",
+        "-m",
+        metavar="M/T",
+        help="MODEL[/THINKING], e.g. claude-sonnet-4-5/med (default: config)",
+    )
     p.add_argument("--name", "-n", help="a name to call it by (unique among live agents)")
     p.add_argument("--system", "-s", metavar="TEXT", help="the system prompt")
     _prompt(p, False)
@@ -103,15 +130,32 @@ def _add_send(p: argparse.ArgumentParser) -> None:
 
 def _add_watch(p: argparse.ArgumentParser) -> None:
     _agent(p)
-    p.add_argument("--from", dest="from_seq", type=int, metavar="SEQ", help="replay the kept events from SEQ first")
-    p.add_argument("--until-idle", action="store_true", help="leave when the agent has no turn running or queued")
+    p.add_argument(
+        "--from",
+        dest="from_seq",
+        type=int,
+        metavar="SEQ",
+        help="replay the kept events from SEQ first",
+    )
+    p.add_argument(
+        "--until-idle",
+        action="store_true",
+        help="leave when the agent has no turn running or queued",
+    )
     p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
 
 
 def _add_fork(p: argparse.ArgumentParser) -> None:
     _agent(p, "the parent: uuid, unique prefix or name")
-    p.add_argument("--model", "-m", metavar="M/T", help="the child's MODEL[/THINKING] (default: the parent's)")
-    p.add_argument("--at", type=int, metavar="MESSAGE", help="fork at this message id of the parent's history (default: its end)")
+    p.add_argument(
+        "--model", "-m", metavar="M/T", help="the child's MODEL[/THINKING] (default: the parent's)"
+    )
+    p.add_argument(
+        "--at",
+        type=int,
+        metavar="MESSAGE",
+        help="fork at this message id of the parent's history (default: its end)",
+    )
     p.add_argument("--name", "-n", help="the child's name")
     _prompt(p, False)
     _streaming(p)
@@ -119,18 +163,35 @@ def _add_fork(p: argparse.ArgumentParser) -> None:
 
 def _add_model(p: argparse.ArgumentParser) -> None:
     _agent(p)
-    p.add_argument("model", metavar="M/T", help="MODEL[/THINKING] or /THINKING, e.g. gpt-4o/none, provider/model/high")
-    p.add_argument("--queue", action="store_true", help="if a turn is running, switch after it instead of refusing")
+    p.add_argument(
+        "model",
+        metavar="M/T",
+        help="MODEL[/THINKING] or /THINKING, e.g. gpt-4o/none, provider/model/high",
+    )
+    p.add_argument(
+        "--queue",
+        action="store_true",
+        help="if a turn is running, switch after it instead of refusing",
+    )
 
 
 def _add_system(p: argparse.ArgumentParser) -> None:
     _agent(p)
-    p.add_argument("text", metavar="TEXT", nargs="?", help="the new system prompt (`-` reads stdin, \"\" clears it); none: show it")
+    p.add_argument(
+        "text",
+        metavar="TEXT",
+        nargs="?",
+        help='the new system prompt (`-` reads stdin, "" clears it); none: show it',
+    )
 
 
 def _add_cancel(p: argparse.ArgumentParser) -> None:
     _agent(p)
-    p.add_argument("--at-boundary", action="store_true", help="stop after the current model call or tool, keeping its output")
+    p.add_argument(
+        "--at-boundary",
+        action="store_true",
+        help="stop after the current model call or tool, keeping its output",
+    )
 
 
 def _add_kill(p: argparse.ArgumentParser) -> None:
@@ -149,12 +210,18 @@ def _add_history(p: argparse.ArgumentParser) -> None:
     _agent(p)
     p.add_argument("--limit", "-n", type=int, metavar="N", help="only the last N messages")
     p.add_argument("--before", type=int, metavar="ID", help="page back: messages before this id")
-    p.add_argument("--full", action="store_true", help="whole contents and thinking, not one line each")
+    p.add_argument(
+        "--full", action="store_true", help="whole contents and thinking, not one line each"
+    )
 
 
 def _add_usage(p: argparse.ArgumentParser) -> None:
-    p.add_argument("agent", metavar="AGENT", nargs="?", help="one agent (default: the whole database)")
-    p.add_argument("--tree", action="store_true", help="include the agent's descendants (and show them)")
+    p.add_argument(
+        "agent", metavar="AGENT", nargs="?", help="one agent (default: the whole database)"
+    )
+    p.add_argument(
+        "--tree", action="store_true", help="include the agent's descendants (and show them)"
+    )
 
 
 def _add_label(p: argparse.ArgumentParser, help: str) -> None:
@@ -176,20 +243,37 @@ def _add_rewind(p: argparse.ArgumentParser) -> None:
 
 def _add_mail(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="mail_command", metavar="ACTION", required=True)
-    send = sub.add_parser("send", parents=[glob], help="put a message in an agent's mailbox", description="Send TEXT from agent FROM to agent TO; TO takes it as its next prompt.")
+    send = sub.add_parser(
+        "send",
+        parents=[glob],
+        help="put a message in an agent's mailbox",
+        description="Send TEXT from agent FROM to agent TO; TO takes it as its next prompt.",
+    )
     send.add_argument("sender", metavar="FROM", help="the sending agent")
     send.add_argument("to", metavar="TO", help="the receiving agent")
     send.add_argument("text", metavar="TEXT", help="the message (`-` reads stdin)")
     send.set_defaults(func="commands:cmd_mail_send")
-    inbox = sub.add_parser("inbox", parents=[glob], help="an agent's mail", description="List the mail an agent received.")
+    inbox = sub.add_parser(
+        "inbox",
+        parents=[glob],
+        help="an agent's mail",
+        description="List the mail an agent received.",
+    )
     _agent(inbox)
     inbox.add_argument("--unread", action="store_true", help="only mail not yet taken")
     inbox.set_defaults(func="commands:cmd_mail_inbox")
 
 
 def _add_models(p: argparse.ArgumentParser) -> None:
-    p.add_argument("provider", metavar="PROVIDER", nargs="?", help="only this provider's models (e.g. anthropic)")
-    p.add_argument("--offline", action="store_true", help="read the local catalog, do not ask the daemon")
+    p.add_argument(
+        "provider",
+        metavar="PROVIDER",
+        nargs="?",
+        help="only this provider's models (e.g. anthropic)",
+    )
+    p.add_argument(
+        "--offline", action="store_true", help="read the local catalog, do not ask the daemon"
+    )
 
 
 def _add_status(p: argparse.ArgumentParser) -> None:
@@ -198,20 +282,59 @@ def _add_status(p: argparse.ArgumentParser) -> None:
 
 def _add_daemon(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="daemon_command", metavar="ACTION", required=True)
-    start = sub.add_parser("start", parents=[glob], help="start ikigaid in the background", description="Start ikigaid in the background (same environment and IKIGAI_HOME) and wait for its socket.")
-    start.add_argument("--wait", type=float, default=10.0, metavar="S", help="seconds to wait for the socket (default 10)")
+    start = sub.add_parser(
+        "start",
+        parents=[glob],
+        help="start ikigaid in the background",
+        description=(
+            "Start ikigaid in the background (same environment and IKIGAI_HOME) "
+            "and wait for its socket."
+        ),
+    )
+    start.add_argument(
+        "--wait",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds to wait for the socket (default 10)",
+    )
     start.set_defaults(func="daemonctl:cmd_start")
-    stop = sub.add_parser("stop", parents=[glob], help="stop ikigaid gracefully", description="Ask ikigaid to shut down and wait until its process has ended.")
-    stop.add_argument("--wait", type=float, default=15.0, metavar="S", help="seconds to wait for it to end (default 15)")
+    stop = sub.add_parser(
+        "stop",
+        parents=[glob],
+        help="stop ikigaid gracefully",
+        description="Ask ikigaid to shut down and wait until its process has ended.",
+    )
+    stop.add_argument(
+        "--wait",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="seconds to wait for it to end (default 15)",
+    )
     stop.set_defaults(func="daemonctl:cmd_stop")
-    logs = sub.add_parser("logs", parents=[glob], help="print the daemon's log", description="Print the end of the daemon's log file (--json: the raw JSON lines).")
-    logs.add_argument("--lines", "-n", type=int, default=50, metavar="N", help="how many lines from the end (0: all; default 50)")
+    logs = sub.add_parser(
+        "logs",
+        parents=[glob],
+        help="print the daemon's log",
+        description="Print the end of the daemon's log file (--json: the raw JSON lines).",
+    )
+    logs.add_argument(
+        "--lines",
+        "-n",
+        type=int,
+        default=50,
+        metavar="N",
+        help="how many lines from the end (0: all; default 50)",
+    )
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
     logs.set_defaults(func="daemonctl:cmd_logs")
 
 
 def _add_chat(p: argparse.ArgumentParser) -> None:
-    p.add_argument("agent", metavar="AGENT", nargs="?", help="the agent to talk to (default: a new one)")
+    p.add_argument(
+        "agent", metavar="AGENT", nargs="?", help="the agent to talk to (default: a new one)"
+    )
     p.add_argument("--model", "-m", metavar="M/T", help="model of the new agent (without AGENT)")
     p.add_argument("--name", "-n", help="name of the new agent (without AGENT)")
     p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
@@ -253,7 +376,14 @@ def build_parser() -> argparse.ArgumentParser:
     glob = _glob_parent()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (help, _) in COMMANDS.items():
-        cmd = sub.add_parser(name, parents=[glob], help=help, description=_describe(help), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        cmd = sub.add_parser(
+            name,
+            parents=[glob],
+            help=help,
+            description=_describe(help),
+            epilog=EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         _fill(cmd, name, glob)
     return parser
 
@@ -266,7 +396,13 @@ def command_parser(name: str) -> argparse.ArgumentParser:
         cmd.set_defaults(func=HIDDEN[name])
         return cmd
     help = COMMANDS[name][0]
-    cmd = argparse.ArgumentParser(prog=f"ikictl {name}", parents=[glob], description=_describe(help), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmd = argparse.ArgumentParser(
+        prog=f"ikictl {name}",
+        parents=[glob],
+        description=_describe(help),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _fill(cmd, name, glob)
     return cmd
 
@@ -360,7 +496,9 @@ def _fail(e: Exception, args: argparse.Namespace) -> int:
     if code == p.AMBIGUOUS_AGENT:
         lines = [message]
         for c in (data or {}).get("candidates", []) if isinstance(data, dict) else []:
-            lines.append(f"  {c.get('uuid')}  {c.get('name') or '-'}  {c.get('status') or ''}".rstrip())
+            lines.append(
+                f"  {c.get('uuid')}  {c.get('name') or '-'}  {c.get('status') or ''}".rstrip()
+            )
         return _say(args, EXIT_NOT_FOUND, "\n".join(lines), code, data)
     if code == p.AGENT_NOT_FOUND:
         return _say(args, EXIT_NOT_FOUND, message, code, data)
@@ -371,7 +509,13 @@ def _fail(e: Exception, args: argparse.Namespace) -> int:
     return _say(args, EXIT_ERROR, f"{message} (error {code})", code, data)
 
 
-def _say(args: argparse.Namespace, exit_code: int, message: str, code: int | None = None, data: object = None) -> int:
+def _say(
+    args: argparse.Namespace,
+    exit_code: int,
+    message: str,
+    code: int | None = None,
+    data: object = None,
+) -> int:
     if getattr(args, "json", False):
         import json
 

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["Client", "DaemonUnreachable", "RpcError", "connect", "default_socket"]
 
 
-
 def default_socket(override: str | None = None) -> str:
     return override or str(socket_path())
 
@@ -75,7 +74,9 @@ class Client:
         try:
             self.sock.sendall(data)
         except OSError as e:
-            raise DaemonUnreachable(f"the daemon closed the connection ({e.strerror or e})") from None
+            raise DaemonUnreachable(
+                f"the daemon closed the connection ({e.strerror or e})"
+            ) from None
         return self._next_id
 
     def wait(self, rid: int) -> Any:
@@ -137,7 +138,9 @@ class Client:
             except TimeoutError:
                 return None
             except OSError as e:
-                raise DaemonUnreachable(f"the daemon closed the connection ({e.strerror or e})") from None
+                raise DaemonUnreachable(
+                    f"the daemon closed the connection ({e.strerror or e})"
+                ) from None
             finally:
                 if deadline is not None:
                     self.sock.settimeout(None)

@@ -273,7 +273,9 @@ def _history_op(args: argparse.Namespace, method: str) -> int:
         text = {
             p.AGENT_CLEAR: f"{args.agent}: context cleared (message #{mid})",
             p.AGENT_MARK: f"{args.agent}: mark{lab} set (message #{mid})",
-            p.AGENT_REWIND: f"{args.agent}: rewound to mark{lab or ' (the last one)'} (message #{mid})",
+            p.AGENT_REWIND: (
+                f"{args.agent}: rewound to mark{lab or ' (the last one)'} (message #{mid})"
+            ),
         }[method]
         print(text)
     return EXIT_OK
@@ -307,7 +309,10 @@ def cmd_mail_inbox(args: argparse.Namespace) -> int:
             print("no mail")
         for m in res or []:
             read = "" if m.get("read_at") else " (unread)"
-            print(f"#{m['id']} from {m.get('from') or '-'}{read}: {render.one_line(m.get('body'), 100)}")
+            print(
+                f"#{m['id']} from {m.get('from') or '-'}{read}: "
+                f"{render.one_line(m.get('body'), 100)}"
+            )
     return EXIT_OK
 
 

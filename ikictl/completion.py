@@ -31,7 +31,11 @@ def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
 
 
 def _positionals(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [a for a in parser._actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)]
+    return [
+        a
+        for a in parser._actions
+        if not a.option_strings and not isinstance(a, argparse._SubParsersAction)
+    ]
 
 
 # ---------------------------------------------------------------- bash
@@ -52,7 +56,9 @@ def bash() -> str:
                 inner.append(f'        {sname}) opts="{sopts}"; agents={agents} ;;')
             cases.append(
                 f"    {name})\n"
-                f'      if [[ -z $sub ]]; then COMPREPLY=($(compgen -W "{" ".join(subs)} {opts}" -- "$cur")); return; fi\n'
+                f"      if [[ -z $sub ]]; then\n"
+                f'        COMPREPLY=($(compgen -W "{" ".join(subs)} {opts}" -- "$cur")); return\n'
+                f"      fi\n"
                 f"      case $sub in\n" + "\n".join(inner) + "\n      esac ;;"
             )
             continue
@@ -71,7 +77,8 @@ _ikictl() {{
     case "${{COMP_WORDS[i]}}" in
       --socket) ((i++)) ;;
       -*) ;;
-      *) if [[ -z $cmd ]]; then cmd="${{COMP_WORDS[i]}}"; elif [[ -z $sub ]]; then sub="${{COMP_WORDS[i]}}"; fi ;;
+      *) if [[ -z $cmd ]]; then cmd="${{COMP_WORDS[i]}}"
+         elif [[ -z $sub ]]; then sub="${{COMP_WORDS[i]}}"; fi ;;
     esac
   done
   case "$prev" in
@@ -174,7 +181,9 @@ _ikictl() {{
   done
   if (( CURRENT == i )); then
     if [[ $PREFIX == -* ]]; then
-      _values option '--json[print JSON]' '--no-autostart[fail instead of starting a daemon]' '--socket[the control socket]' '--version[print the version]' '--help[show help]'
+      _values option '--json[print JSON]' \\
+        '--no-autostart[fail instead of starting a daemon]' '--socket[the control socket]' \\
+        '--version[print the version]' '--help[show help]'
     else
       _describe command commands
     fi

@@ -34,9 +34,14 @@ def cmd_start(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"started": not already, **st}, indent=2))
     elif already:
-        print(f"ikigaid is already running (pid {st.get('pid')}), socket {st.get('socket') or sock}")
+        print(
+            f"ikigaid is already running (pid {st.get('pid')}), socket {st.get('socket') or sock}"
+        )
     else:
-        print(f"ikigaid started (pid {st.get('pid')}), socket {st.get('socket') or sock}, database {st.get('database')}")
+        print(
+            f"ikigaid started (pid {st.get('pid')}), socket {st.get('socket') or sock}, "
+            f"database {st.get('database')}"
+        )
     return EXIT_OK
 
 

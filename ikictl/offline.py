@@ -17,5 +17,7 @@ def catalog_models(provider: str | None = None) -> list[ModelRow]:
     if provider and provider not in catalog.providers:
         from ikictl._errors import UsageError
 
-        raise UsageError(f"unknown provider {provider!r} (providers: {', '.join(catalog.providers)})")
+        raise UsageError(
+            f"unknown provider {provider!r} (providers: {', '.join(catalog.providers)})"
+        )
     return [model_row(m, catalog) for m in catalog.models_of(provider)]

@@ -95,7 +95,10 @@ def short_ids(uuids: list[str], minimum: int = 8) -> dict[str, str]:
     out: dict[str, str] = {}
     for i, u in enumerate(ordered):
         need = minimum
-        for other in (ordered[i - 1] if i else None, ordered[i + 1] if i + 1 < len(ordered) else None):
+        for other in (
+            ordered[i - 1] if i else None,
+            ordered[i + 1] if i + 1 < len(ordered) else None,
+        ):
             if other is None:
                 continue
             common = 0
@@ -128,9 +131,7 @@ def table(rows: list[list[str]], out: TextIO, right: set[int] | None = None) -> 
     right = right or set()
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        cells = [
-            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)
-        ]
+        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)]
         out.write("  ".join(cells).rstrip() + "\n")
 
 

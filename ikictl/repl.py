@@ -54,8 +54,23 @@ commands (anything else is a prompt to the current agent):
   /exit                         leave (Ctrl+D too)
 Ctrl+C cancels the running turn; a second Ctrl+C leaves."""
 
-SLASH = ["/model", "/fork", "/kill", "/agents", "/switch", "/clear", "/mark", "/rewind",
-         "/system", "/send", "/history", "/usage", "/help", "/exit", "/quit"]
+SLASH = [
+    "/model",
+    "/fork",
+    "/kill",
+    "/agents",
+    "/switch",
+    "/clear",
+    "/mark",
+    "/rewind",
+    "/system",
+    "/send",
+    "/history",
+    "/usage",
+    "/help",
+    "/exit",
+    "/quit",
+]
 
 
 class _Leave(Exception):
@@ -139,8 +154,13 @@ class Chat:
                 return 0
             except p.RpcError as e:
                 self.say(f"error: {e.message}", render.RED)
-                for cand in (e.data or {}).get("candidates", []) if isinstance(e.data, dict) else []:
-                    self.say(f"  {cand.get('uuid')}  {cand.get('name') or '-'}  {cand.get('status') or ''}")
+                for cand in (
+                    (e.data or {}).get("candidates", []) if isinstance(e.data, dict) else []
+                ):
+                    self.say(
+                        f"  {cand.get('uuid')}  {cand.get('name') or '-'}  "
+                        f"{cand.get('status') or ''}"
+                    )
             except KeyboardInterrupt:
                 print()
                 self.interrupts = 1
@@ -185,13 +205,16 @@ class Chat:
         try:
             a = parser.parse_intermixed_args(rest)
         except (argparse.ArgumentError, SystemExit) as e:
-            self.say(f"/fork: {e}; usage: /fork [\"prompt\"] [--model M/T] [--name N]", render.RED)
+            self.say(f'/fork: {e}; usage: /fork ["prompt"] [--model M/T] [--name N]', render.RED)
             return
         params = {"agent": self.uuid, "model": a.model, "name": a.name}
         res: Created = self.c.call(p.AGENT_FORK, params)
         parent = self.name
         self.info = res["agent"]
-        self.say(f"forked {parent} -> {render.label(self.info)} · {res['model'].get('description')} (now talking to it)")
+        self.say(
+            f"forked {parent} -> {render.label(self.info)} · "
+            f"{res['model'].get('description')} (now talking to it)"
+        )
         if a.prompt:
             self.turn(" ".join(a.prompt))
 
@@ -219,7 +242,10 @@ class Chat:
             self.say("usage: /switch AGENT", render.RED)
             return
         self.refresh(rest[0])
-        self.say(f"now talking to {render.label(self.info)} · {render.model_of(self.info)}/{self.info.get('thinking_level')}")
+        self.say(
+            f"now talking to {render.label(self.info)} · "
+            f"{render.model_of(self.info)}/{self.info.get('thinking_level')}"
+        )
 
     def do_clear(self, rest: list[str]) -> None:
         res: MessageId = self.c.call(p.AGENT_CLEAR, {"agent": self.uuid})

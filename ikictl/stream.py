@@ -97,7 +97,9 @@ class EventPrinter:
         self.reset_turn()
         if self.headers:
             model = f"{ev.get('provider')}/{ev.get('model')}/{ev.get('thinking_level')}"
-            self.note(f"── turn {params.get('turn')} · {model} · {one_line(ev.get('prompt'), 60)}", CYAN)
+            self.note(
+                f"── turn {params.get('turn')} · {model} · {one_line(ev.get('prompt'), 60)}", CYAN
+            )
 
     def _on_thinking_delta(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         if not self.thinking:
@@ -133,7 +135,10 @@ class EventPrinter:
         first = content.strip().splitlines()[0] if content.strip() else ""
         more = len(content.strip().splitlines()) - 1
         tail = f" (+{more} lines)" if more > 0 else ""
-        self.note(f"[tool {ev.get('name')} {how}] {one_line(first, 100)}{tail}", RED if ev.get("is_error") else YELLOW)
+        self.note(
+            f"[tool {ev.get('name')} {how}] {one_line(first, 100)}{tail}",
+            RED if ev.get("is_error") else YELLOW,
+        )
 
     def _on_done(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self._add_usage(ev.get("usage") or {})
@@ -149,7 +154,10 @@ class EventPrinter:
         )
 
     def _on_fallback(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
-        self.note(f"[fallback: {ev.get('from_model')} -> {ev.get('to_model')}: {error_text(ev.get('error'))}]")
+        self.note(
+            f"[fallback: {ev.get('from_model')} -> {ev.get('to_model')}: "
+            f"{error_text(ev.get('error'))}]"
+        )
 
     def _on_notice(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[notice] {ev.get('text')}")
@@ -163,7 +171,10 @@ class EventPrinter:
             self.note(f"note: {w}")
 
     def _on_lagged(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
-        self.note(f"[fell behind: events from seq {ev.get('resume_from')} were skipped; see `ikictl history`]")
+        self.note(
+            f"[fell behind: events from seq {ev.get('resume_from')} were skipped; "
+            "see `ikictl history`]"
+        )
 
     def _on_agent_ended(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[agent ended: {ev.get('reason')}]", RED)
@@ -324,11 +335,17 @@ def _print_missing(client: Client, follow: Follow, printer: EventPrinter) -> Non
     hist: History = client.call(p.AGENT_HISTORY, {"agent": follow.agent, "limit": 1000})
     rows = hist["messages"]
     start = next(
-        (i for i, r in enumerate(rows) if r["kind"] == "user" and (r.get("data") or {}).get("turn") == follow.turn),
+        (
+            i
+            for i, r in enumerate(rows)
+            if r["kind"] == "user" and (r.get("data") or {}).get("turn") == follow.turn
+        ),
         None,
     )
     if start is None:
-        printer.note("[fell behind, and this turn's text is no longer in reach; see `ikictl history`]")
+        printer.note(
+            "[fell behind, and this turn's text is no longer in reach; see `ikictl history`]"
+        )
         return
     turn_rows = []
     for r in rows[start + 1 :]:
@@ -339,8 +356,14 @@ def _print_missing(client: Client, follow: Follow, printer: EventPrinter) -> Non
     shown = "".join(follow.printed)
     rest = whole[len(shown) :] if whole.startswith(shown) else whole
     if rest:
-        printer.event({"subscription": follow.sid, "agent": follow.agent, "turn": follow.turn,
-                       "event": {"type": "text_delta", "index": 0, "text": rest}})
+        printer.event(
+            {
+                "subscription": follow.sid,
+                "agent": follow.agent,
+                "turn": follow.turn,
+                "event": {"type": "text_delta", "index": 0, "text": rest},
+            }
+        )
 
 
 def _unsubscribe(client: Client, sid: int) -> None:
@@ -348,7 +371,9 @@ def _unsubscribe(client: Client, sid: int) -> None:
         client.send(p.AGENT_UNSUBSCRIBE, {"subscription": sid})
 
 
-def watch(client: Client, agent: str, printer: EventPrinter, *, from_seq: int | None, until_idle: bool) -> int:
+def watch(
+    client: Client, agent: str, printer: EventPrinter, *, from_seq: int | None, until_idle: bool
+) -> int:
     """Print an agent's live events until it ends (or, with ``until_idle``, a turn ends)."""
     sub: Subscribed = client.call(p.AGENT_SUBSCRIBE, {"agent": agent, "from_seq": from_seq})
     sid = sub["subscription"]

@@ -30,12 +30,16 @@ class AgentOps(Protocol):
     AgentOpError with a message for the model.
     """
 
-    async def fork(self, parent: str, *, prompt: str | None, model: str | None, name: str | None) -> str:
-        """Fork ``parent`` at its last completed message; start ``prompt`` at once. Returns the child uuid."""
+    async def fork(
+        self, parent: str, *, prompt: str | None, model: str | None, name: str | None
+    ) -> str:
+        """Fork ``parent`` at its last completed message; start ``prompt`` at
+        once. Returns the child uuid."""
         ...
 
     async def kill(self, caller: str, target: str) -> list[str]:
-        """End ``target`` and its descendants (only the caller's own descendants). Returns the uuids ended."""
+        """End ``target`` and its descendants (only the caller's own
+        descendants). Returns the uuids ended."""
         ...
 
     async def send(self, sender: str, to: str, text: str) -> int:
@@ -43,7 +47,10 @@ class AgentOps(Protocol):
         ...
 
     async def wait(
-        self, caller: str, agents: list[str], timeout: float | None  # noqa: ASYNC109
+        self,
+        caller: str,
+        agents: list[str],
+        timeout: float | None,  # noqa: ASYNC109
     ) -> list[dict[str, Any]]:
         """Block until each of ``agents`` has answered (mailed the caller) or finished its turn
         or died; return one dict per agent: {"agent", "status", "reply"}; on timeout the

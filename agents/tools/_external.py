@@ -161,7 +161,9 @@ async def _describe(
     except _BadJson as exc:
         what = str(exc)
         if what.startswith("invalid JSON "):
-            raise _Refused(f"--schema did not print JSON {what.removeprefix('invalid JSON ')}") from None
+            raise _Refused(
+                f"--schema did not print JSON {what.removeprefix('invalid JSON ')}"
+            ) from None
         raise _Refused(f"--schema printed {what}") from None
     if not isinstance(schema, dict):
         raise _Refused("--schema must print a JSON object")

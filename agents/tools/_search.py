@@ -36,7 +36,9 @@ def _folder(ctx: ToolContext, path: str | None) -> tuple[Path, str]:
 def _left_out(ctx: ToolContext, refused: list[tuple[Path, str]]) -> list[str]:
     """Notes for the protected files a search passed over (named: the model
     should know why a file it expected is missing)."""
-    notes = [f"[left out {show(ctx, p)}, which {why}; tools may not read it]" for p, why in refused[:5]]
+    notes = [
+        f"[left out {show(ctx, p)}, which {why}; tools may not read it]" for p, why in refused[:5]
+    ]
     if len(refused) > 5:
         notes.append(f"[and {len(refused) - 5} more such files]")
     return notes
@@ -269,9 +271,7 @@ def grep_tool() -> ToolSpec:
         glob = args.get("glob")
         guard = ctx.files
         return ToolOutput(
-            await in_thread(
-                lambda stop: _grep(ctx, guard.look(), base, shown, regex, glob, stop)
-            )
+            await in_thread(lambda stop: _grep(ctx, guard.look(), base, shown, regex, glob, stop))
         )
 
     return ToolSpec(

@@ -7,7 +7,8 @@ _ikictl() {
     case "${COMP_WORDS[i]}" in
       --socket) ((i++)) ;;
       -*) ;;
-      *) if [[ -z $cmd ]]; then cmd="${COMP_WORDS[i]}"; elif [[ -z $sub ]]; then sub="${COMP_WORDS[i]}"; fi ;;
+      *) if [[ -z $cmd ]]; then cmd="${COMP_WORDS[i]}"
+         elif [[ -z $sub ]]; then sub="${COMP_WORDS[i]}"; fi ;;
     esac
   done
   case "$prev" in
@@ -35,7 +36,9 @@ _ikictl() {
     mark) opts="-h --help --json --no-autostart --socket"; agents=1; choices="" ;;
     rewind) opts="-h --help --json --no-autostart --socket"; agents=1; choices="" ;;
     mail)
-      if [[ -z $sub ]]; then COMPREPLY=($(compgen -W "send inbox -h --help --json --no-autostart --socket" -- "$cur")); return; fi
+      if [[ -z $sub ]]; then
+        COMPREPLY=($(compgen -W "send inbox -h --help --json --no-autostart --socket" -- "$cur")); return
+      fi
       case $sub in
         send) opts="-h --help --json --no-autostart --socket"; agents=1 ;;
         inbox) opts="-h --help --json --no-autostart --socket --unread"; agents=1 ;;
@@ -43,7 +46,9 @@ _ikictl() {
     models) opts="-h --help --json --no-autostart --socket --offline"; agents=0; choices="" ;;
     status) opts="-h --help --json --no-autostart --socket"; agents=0; choices="" ;;
     daemon)
-      if [[ -z $sub ]]; then COMPREPLY=($(compgen -W "start stop logs -h --help --json --no-autostart --socket" -- "$cur")); return; fi
+      if [[ -z $sub ]]; then
+        COMPREPLY=($(compgen -W "start stop logs -h --help --json --no-autostart --socket" -- "$cur")); return
+      fi
       case $sub in
         start) opts="-h --help --json --no-autostart --socket --wait"; agents=0 ;;
         stop) opts="-h --help --json --no-autostart --socket --wait"; agents=0 ;;

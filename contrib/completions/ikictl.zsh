@@ -39,7 +39,9 @@ _ikictl() {
   done
   if (( CURRENT == i )); then
     if [[ $PREFIX == -* ]]; then
-      _values option '--json[print JSON]' '--no-autostart[fail instead of starting a daemon]' '--socket[the control socket]' '--version[print the version]' '--help[show help]'
+      _values option '--json[print JSON]' \
+        '--no-autostart[fail instead of starting a daemon]' '--socket[the control socket]' \
+        '--version[print the version]' '--help[show help]'
     else
       _describe command commands
     fi

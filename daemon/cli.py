@@ -33,8 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="run the daemon (the default command)",
         description=(
-            "Run the daemon in the foreground until SIGTERM or SIGINT "
-            "(SIGHUP reloads the config)."
+            "Run the daemon in the foreground until SIGTERM or SIGINT (SIGHUP reloads the config)."
         ),
     )
     run.add_argument(

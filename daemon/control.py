@@ -248,8 +248,7 @@ class Connection:
                         "error": {
                             "code": p.INTERNAL_ERROR,
                             "message": (
-                                "internal error: the error could not be encoded; "
-                                "see the daemon log"
+                                "internal error: the error could not be encoded; see the daemon log"
                             ),
                         },
                     }

@@ -26,23 +26,23 @@ class _P(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     pass
 
 
-class NoParams(_P):
+class NoParams(_P, frozen=True):
     pass
 
 
-class ModelsList(_P):
+class ModelsList(_P, frozen=True):
     provider: Ref | None = None
 
 
-class ProvidersCheck(_P):
+class ProvidersCheck(_P, frozen=True):
     provider: Ref
 
 
-class AgentRef(_P):
+class AgentRef(_P, frozen=True):
     agent: Ref
 
 
-class Create(_P):
+class Create(_P, frozen=True):
     model: Ref | None = None
     name: Ref | None = None
     system: str = ""
@@ -50,31 +50,31 @@ class Create(_P):
     wait: bool = False
 
 
-class ListAgents(_P):
+class ListAgents(_P, frozen=True):
     include_dead: bool = False
 
 
-class Prompt(_P):
+class Prompt(_P, frozen=True):
     agent: Ref
     text: str
     wait: bool = False
 
 
-class Subscribe(_P):
+class Subscribe(_P, frozen=True):
     agent: Ref
     from_seq: Count | None = None
 
 
-class Unsubscribe(_P):
+class Unsubscribe(_P, frozen=True):
     subscription: RowId
 
 
-class Cancel(_P):
+class Cancel(_P, frozen=True):
     agent: Ref
     at_boundary: bool = False
 
 
-class Fork(_P):
+class Fork(_P, frozen=True):
     agent: Ref
     model: Ref | None = None
     at: RowId | None = None
@@ -83,40 +83,40 @@ class Fork(_P):
     wait: bool = False
 
 
-class SetModel(_P):
+class SetModel(_P, frozen=True):
     agent: Ref
     model: Ref
     queue: bool = False
 
 
-class SetSystem(_P):
+class SetSystem(_P, frozen=True):
     agent: Ref
     text: str
 
 
-class History(_P):
+class History(_P, frozen=True):
     agent: Ref
     limit: Count | None = msgspec.field(default=None)
     before: RowId | None = None
 
 
-class Usage(_P):
+class Usage(_P, frozen=True):
     agent: Ref | None = None
     descendants: bool = False
 
 
-class Label(_P):
+class Label(_P, frozen=True):
     agent: Ref
     label: Ref | None = None
 
 
-class MailSend(_P):
+class MailSend(_P, frozen=True):
     to: Ref
     text: str
     from_: Ref | None = msgspec.field(default=None, name="from")
 
 
-class Inbox(_P):
+class Inbox(_P, frozen=True):
     agent: Ref
     unread: bool = True
 

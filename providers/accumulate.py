@@ -144,7 +144,9 @@ class Accumulator:
             if part.kind == "text":
                 text = "".join(part.text)
                 if text or sig:
-                    out.append(TextBlock(text=text, signature=sig, provider=self.provider if sig else None))
+                    out.append(
+                        TextBlock(text=text, signature=sig, provider=self.provider if sig else None)
+                    )
             elif part.kind == "thinking":
                 out.append(
                     ThinkingBlock(
@@ -171,7 +173,8 @@ class Accumulator:
         return out
 
     def response(self) -> Response:
-        """The response so far. An unfinished stream ends as ``error`` (if one came) or ``unknown``."""
+        """The response so far. An unfinished stream ends as ``error`` (if one came)
+        or ``unknown``."""
         finish = self.finish_reason
         if finish is None:
             finish = "error" if self.error is not None else "unknown"

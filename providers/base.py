@@ -34,6 +34,11 @@ class StreamDecoder(Protocol):
 
 
 class Codec(Protocol):
+    """One wire API, pure: a Request to the HTTP request that asks it, and the
+    HTTP answer (streamed, whole or an error) to StreamEvents, a Response or a
+    ProviderError. No I/O and no clock: HttpProvider moves the bytes. One per
+    adapter (ChatCodec, ResponsesCodec, AnthropicCodec, GeminiCodec)."""
+
     provider: str
 
     def encode(self, request: Request, *, stream: bool) -> HttpRequest:
@@ -47,7 +52,9 @@ class Codec(Protocol):
         (a proxy or server that ignored ``stream: true``)."""
         ...
 
-    def decode_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError: ...
+    def decode_error(
+        self, status: int, body: bytes, headers: Mapping[str, str]
+    ) -> ProviderError: ...
 
 
 @runtime_checkable

@@ -114,10 +114,8 @@ def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -
     except ValueError:
         pass
     try:
-        when = email.utils.parsedate_to_datetime(ra)
+        when = email.utils.parsedate_to_datetime(ra)  # raises, never None, since 3.10
     except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
         return None
     now = time.time() if now is None else now
     return max(0.0, when.timestamp() - now)
@@ -218,11 +216,31 @@ def error_from_http(
     category = classify(
         status=status, message=message, code=code, kind=kind, retry_offered=retry_after is not None
     )
+    return provider_error(
+        category,
+        message,
+        http_status=status,
+        provider_code=code or kind,
+        retry_after=retry_after,
+        provider=provider,
+    )
+
+
+def provider_error(
+    category: ErrorCategory,
+    message: str,
+    *,
+    http_status: int | None = None,
+    provider_code: str | None = None,
+    retry_after: float | None = None,
+    provider: str | None = None,
+) -> ProviderError:
+    """A ProviderError, retryable as its category says."""
     return ProviderError(
         category=category,
         message=message,
-        http_status=status,
-        provider_code=code or kind,
+        http_status=http_status,
+        provider_code=provider_code,
         retry_after=retry_after,
         retryable=category in RETRYABLE_CATEGORIES,
         provider=provider,
@@ -233,9 +251,4 @@ def transport_error(
     category: ErrorCategory, message: str, *, provider: str | None = None
 ) -> ProviderError:
     """A failure with no HTTP answer: timeout, network, a stream cut short."""
-    return ProviderError(
-        category=category,
-        message=message,
-        retryable=category in RETRYABLE_CATEGORIES,
-        provider=provider,
-    )
+    return provider_error(category, message, provider=provider)

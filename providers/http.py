@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 import msgspec
@@ -112,7 +113,7 @@ class HttpProvider:
     def _transport_failure(self, exc: Exception, what: str) -> ProviderError:
         return self._scrub(_transport_failure(exc, self.name, what))
 
-    def _send_args(self, req: HttpRequest) -> dict:
+    def _send_args(self, req: HttpRequest) -> dict[str, Any]:
         return {
             "method": req.method,
             "url": req.url,
@@ -148,7 +149,9 @@ class HttpProvider:
             if response.status_code >= 400:
                 body = await response.aread()
                 yield ErrorEvent(
-                    error=self._scrub(self.codec.decode_error(response.status_code, body, response.headers))
+                    error=self._scrub(
+                        self.codec.decode_error(response.status_code, body, response.headers)
+                    )
                 )
                 return
             chunks = response.aiter_bytes()
@@ -177,16 +180,30 @@ class HttpProvider:
             decoder = self.codec.stream_decoder(request)
             if buf:
                 for event in decoder.feed(bytes(buf)):
-                    yield ErrorEvent(error=self._scrub(event.error)) if isinstance(event, ErrorEvent) else event
+                    yield (
+                        ErrorEvent(error=self._scrub(event.error))
+                        if isinstance(event, ErrorEvent)
+                        else event
+                    )
             async for chunk in chunks:
                 for event in decoder.feed(chunk):
-                    yield ErrorEvent(error=self._scrub(event.error)) if isinstance(event, ErrorEvent) else event
+                    yield (
+                        ErrorEvent(error=self._scrub(event.error))
+                        if isinstance(event, ErrorEvent)
+                        else event
+                    )
             for event in decoder.close():
-                yield ErrorEvent(error=self._scrub(event.error)) if isinstance(event, ErrorEvent) else event
+                yield (
+                    ErrorEvent(error=self._scrub(event.error))
+                    if isinstance(event, ErrorEvent)
+                    else event
+                )
         except httpx.HTTPError as exc:
             yield ErrorEvent(error=self._transport_failure(exc, what))
 
-    def _whole_body(self, request: Request, body: bytes, headers: httpx.Headers) -> list[StreamEvent]:
+    def _whole_body(
+        self, request: Request, body: bytes, headers: httpx.Headers
+    ) -> list[StreamEvent]:
         """A 200 whose body is the whole JSON answer: the events a stream would have sent."""
         if _error_object(body):
             return [ErrorEvent(error=self._scrub(self.codec.decode_error(200, body, headers)))]
@@ -202,8 +219,9 @@ class HttpProvider:
         return ProviderError(
             category="server",
             message=(
-                f"HTTP 200 with content-type {content_type or '(none)'!r} instead of an event stream "
-                f"or JSON (a proxy or captive portal in the way?); the body begins {shown!r}"
+                f"HTTP 200 with content-type {content_type or '(none)'!r} instead of an event "
+                f"stream or JSON (a proxy or captive portal in the way?); the body begins "
+                f"{shown!r}"
             ),
             http_status=200,
             retryable=True,
@@ -240,7 +258,11 @@ class HttpProvider:
             raise ProviderFailure(self._transport_failure(exc, what)) from None
         if response.status_code >= 400:
             raise ProviderFailure(
-                self._scrub(self.codec.decode_error(response.status_code, response.content, response.headers))
+                self._scrub(
+                    self.codec.decode_error(
+                        response.status_code, response.content, response.headers
+                    )
+                )
             )
         return response.content
 

@@ -45,7 +45,10 @@ class ResolvedModel(msgspec.Struct, frozen=True, kw_only=True):
 
 def _level(word: str) -> ThinkingLevel | None:
     word = _LEVEL_ALIASES.get(word.lower(), word.lower())
-    return word if word in THINKING_LEVELS else None  # type: ignore[return-value]
+    for level in THINKING_LEVELS:
+        if level == word:
+            return level
+    return None
 
 
 def parse_model_spec(text: str, catalog: Catalog | None = None) -> ModelSpec:
@@ -68,7 +71,7 @@ def parse_model_spec(text: str, catalog: Catalog | None = None) -> ModelSpec:
         if thinking is not None:
             parts = parts[:-1]
 
-    slash_ok = explicit and catalog.providers[provider].slash_models  # type: ignore[index]
+    slash_ok = provider is not None and catalog.providers[provider].slash_models
     if len(parts) > 1 and not slash_ok:
         if len(parts) == 2 and thinking is None:
             known = ", ".join(catalog.providers)

@@ -24,7 +24,8 @@ CODECS: dict[str, tuple[str, str]] = {
 def codec_for(settings: ProviderSettings, api: WireApi | None = None) -> Codec:
     module_name, class_name = CODECS[api or settings.api]
     module = importlib.import_module(module_name)
-    return getattr(module, class_name)(settings)
+    codec: Codec = getattr(module, class_name)(settings)
+    return codec
 
 
 def make_provider(

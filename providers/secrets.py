@@ -25,6 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import TypeAlias
 
 __all__ = ["MIN_SECRET", "REDACTED", "register_secret", "register_secrets", "scrub"]
 
@@ -43,7 +44,8 @@ class _Secrets:
     def __init__(self, values: frozenset[str]) -> None:
         self.values = values
         self._heads = tuple(sorted({v[:MIN_SECRET] for v in values}))
-        # the trie: node 0 is the root; _node maps each prefix of up to _DEPTH characters to its node
+        # the trie: node 0 is the root; _node maps each prefix of up to _DEPTH
+        # characters to its node
         self._children: list[dict[str, int]] = [{}]
         self._depth = [0]
         self._node: dict[str, int] = {}
@@ -135,19 +137,22 @@ def _failure_links(children: list[dict[str, int]]) -> list[int]:
     return fail
 
 
+_Trie: TypeAlias = dict[str, "_Trie"]  # a character -> the node after it
+
+
 def _trie_regex(values: Iterable[str]) -> str:
     """A regex matching the longest prefix (at least MIN_SECRET characters) of any value.
 
     Branches of a trie node start with distinct characters, so at most one can
     go on: the greedy optional groups then give the longest prefix present.
     """
-    trie: dict[str, dict] = {}
+    trie: _Trie = {}
     for value in values:
         node = trie
         for ch in value[:_DEPTH]:
             node = node.setdefault(ch, {})
 
-    def build(node: dict[str, dict], depth: int) -> str:
+    def build(node: _Trie, depth: int) -> str:
         if not node:
             return ""
         branches = [re.escape(ch) + build(child, depth + 1) for ch, child in sorted(node.items())]

@@ -67,14 +67,18 @@ def settings_for(
     catalog = catalog or default_catalog()
     entry: ProviderEntry | None = catalog.providers.get(provider)
     if entry is None:
-        raise ValueError(f"unknown provider {provider!r} (providers: {', '.join(catalog.providers)})")
+        raise ValueError(
+            f"unknown provider {provider!r} (providers: {', '.join(catalog.providers)})"
+        )
     env = os.environ if env is None else env
     key = next((env[v] for v in entry.key_env if env.get(v)), None)
     if key is None and credentials:
         key = credentials.get(provider) or next(
             (credentials[v] for v in entry.key_env if credentials.get(v)), None
         )
-    url = base_url or (env.get(entry.base_url_env) if entry.base_url_env else None) or entry.base_url
+    url = (
+        base_url or (env.get(entry.base_url_env) if entry.base_url_env else None) or entry.base_url
+    )
     return ProviderSettings(
         name=provider,
         api=api or entry.api,

@@ -115,7 +115,10 @@ def map_thinking(
                 kind=kind,
                 enabled=True,
                 budget=lo,
-                warning=f"{model} cannot turn thinking off; using its minimum budget of {_fmt(lo)} tokens",
+                warning=(
+                    f"{model} cannot turn thinking off; using its minimum budget of "
+                    f"{_fmt(lo)} tokens"
+                ),
                 description=f"Thinking: minimum ({_fmt(lo)} token budget - cannot be turned off)",
             )
         budget = budget_for(lo, hi, level)
@@ -133,16 +136,16 @@ def map_thinking(
     noun = "level" if kind == "level" else "effort"
 
     def named(name: str, warning: str | None = None, enabled: bool = True) -> ThinkingMapping:
-        extra = {"level_name": name} if kind == "level" else {"effort": name}
         what = "adaptive, " if kind == "adaptive" else ""
         state = "enabled" if enabled else "disabled"
         return ThinkingMapping(
             level=level,
             kind=kind,
             enabled=enabled,
+            effort=None if kind == "level" else name,
+            level_name=name if kind == "level" else None,
             warning=warning,
             description=f"Thinking: {state} ({what}{noun} {name})",
-            **extra,
         )
 
     if level == "none":
@@ -151,5 +154,7 @@ def map_thinking(
         if profile.can_disable:
             return ThinkingMapping(level=level, kind=kind, description="Thinking: disabled")
         low = _lowest(levels)
-        return named(low, warning=f"{model} cannot turn thinking off; using its lowest {noun} {low!r}")
+        return named(
+            low, warning=f"{model} cannot turn thinking off; using its lowest {noun} {low!r}"
+        )
     return named(_nearest(levels, level))

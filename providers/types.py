@@ -29,7 +29,7 @@ from typing import Any, Literal
 import msgspec
 
 ThinkingLevel = Literal["none", "low", "med", "high"]
-THINKING_LEVELS: tuple[str, ...] = ("none", "low", "med", "high")
+THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("none", "low", "med", "high")
 
 Role = Literal["user", "assistant", "tool"]
 
@@ -88,7 +88,9 @@ class ToolCallBlock(msgspec.Struct, tag="tool_call", frozen=True, kw_only=True, 
     provider_data: dict[str, Any] | None = None
 
 
-class ToolResultBlock(msgspec.Struct, tag="tool_result", frozen=True, kw_only=True, omit_defaults=True):
+class ToolResultBlock(
+    msgspec.Struct, tag="tool_result", frozen=True, kw_only=True, omit_defaults=True
+):
     tool_call_id: str
     content: str
     is_error: bool = False
@@ -273,7 +275,9 @@ class ToolCallDelta(
     arguments: str  # a fragment of the JSON text
 
 
-class ToolCallDone(msgspec.Struct, tag="tool_call_done", frozen=True, kw_only=True, omit_defaults=True):
+class ToolCallDone(
+    msgspec.Struct, tag="tool_call_done", frozen=True, kw_only=True, omit_defaults=True
+):
     index: int
 
 

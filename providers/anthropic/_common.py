@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
-from ..errors import classify
-from ..types import RETRYABLE_CATEGORIES, FinishReason, ProviderError, Usage
+from ..errors import classify, provider_error
+from ..types import FinishReason, ProviderError, Usage
 
 PROVIDER = "anthropic"
 API_VERSION = "2023-06-01"
@@ -28,6 +28,18 @@ def finish_reason(stop_reason: str | None) -> FinishReason:
     if stop_reason is None:
         return "unknown"
     return STOP_REASONS.get(stop_reason, "unknown")
+
+
+def stop_data(reason: str | None, sequence: str | None, details: Any) -> dict[str, Any]:
+    """How the message stopped, as sent (for provider_data): the fields present."""
+    data: dict[str, Any] = {}
+    if reason is not None:
+        data["stop_reason"] = reason
+    if sequence is not None:
+        data["stop_sequence"] = sequence
+    if details is not None:
+        data["stop_details"] = details
+    return data
 
 
 class WireUsage(msgspec.Struct):
@@ -86,12 +98,6 @@ def stream_error(kind: str | None, message: str | None, provider: str = PROVIDER
     """An ``error`` event inside a 200 stream (overloaded_error, api_error...)."""
     text = message or f"{kind or 'unknown'} error in the stream"
     category = classify(status=None, message=text, kind=kind)
-    if category == "unknown":
-        category = "server"
-    return ProviderError(
-        category=category,
-        message=text,
-        provider_code=kind,
-        retryable=category in RETRYABLE_CATEGORIES,
-        provider=provider,
+    return provider_error(
+        "server" if category == "unknown" else category, text, provider_code=kind, provider=provider
     )

@@ -62,7 +62,9 @@ class ThinkingPlan:
 def plan_thinking(request: Request, entry: ModelEntry) -> ThinkingPlan:
     limit = entry.max_output_tokens if entry.max_output_tokens > 0 else request.max_output_tokens
     wanted = max(1, min(request.max_output_tokens, limit))
-    mapping: ThinkingMapping = map_thinking(entry.thinking, request.thinking.level, model=request.model)
+    mapping: ThinkingMapping = map_thinking(
+        entry.thinking, request.thinking.level, model=request.model
+    )
     if request.tool_choice.mode in ("required", "tool"):
         # Anthropic rejects thinking together with a forced tool (tool_choice any
         # or tool): such a request goes out without thinking. A turn that forces
@@ -192,7 +194,9 @@ def build_body(
     body: dict[str, Any] = {"model": request.model}
     if not count_only:
         body["max_tokens"] = plan.max_tokens
-    system = [{"type": "text", "text": b.text} for b in request.system if b.text]
+    system: list[dict[str, Any]] = [
+        {"type": "text", "text": b.text} for b in request.system if b.text
+    ]
     if system:
         if cache:
             system[-1]["cache_control"] = _CACHE
@@ -218,7 +222,9 @@ def build_body(
         if choice.mode == "none":
             body["tool_choice"] = {"type": "none"}
         else:
-            tc: dict[str, Any] = {"type": {"auto": "auto", "required": "any", "tool": "tool"}[choice.mode]}
+            tc: dict[str, Any] = {
+                "type": {"auto": "auto", "required": "any", "tool": "tool"}[choice.mode]
+            }
             if choice.mode == "tool":
                 tc["name"] = choice.name
             if not request.parallel_tool_calls:

@@ -26,7 +26,7 @@ from ..types import (
     ThinkingBlock,
     ToolCallBlock,
 )
-from ._common import API_VERSION, UsageTally, WireUsage, finish_reason
+from ._common import API_VERSION, UsageTally, WireUsage, finish_reason, stop_data
 from ._encode import build_body
 from ._stream import AnthropicStreamDecoder
 
@@ -109,7 +109,9 @@ class AnthropicCodec:
 
     def encode_count_tokens(self, request: Request) -> HttpRequest:
         headers = self._headers("application/json")
-        body = build_body(request, self.entry(request.model), self.provider, stream=None, count_only=True)
+        body = build_body(
+            request, self.entry(request.model), self.provider, stream=None, count_only=True
+        )
         return HttpRequest("POST", self._count_url, headers, _encode(body))
 
     def decode_count_tokens(self, body: bytes) -> int:
@@ -141,11 +143,15 @@ class AnthropicCodec:
                 if _str(c.thinking) or _str(c.signature):
                     blocks.append(
                         ThinkingBlock(
-                            text=_str(c.thinking), signature=_str(c.signature) or None, provider=self.provider
+                            text=_str(c.thinking),
+                            signature=_str(c.signature) or None,
+                            provider=self.provider,
                         )
                     )
             elif kind == "redacted_thinking":
-                blocks.append(ThinkingBlock(signature=_str(c.data), redacted=True, provider=self.provider))
+                blocks.append(
+                    ThinkingBlock(signature=_str(c.data), redacted=True, provider=self.provider)
+                )
             elif kind == "tool_use":
                 arguments = c.input if isinstance(c.input, dict) else {}
                 blocks.append(ToolCallBlock(id=_str(c.id), name=_str(c.name), arguments=arguments))
@@ -153,13 +159,10 @@ class AnthropicCodec:
         tally = UsageTally()
         tally.update(message.usage)
         start = {"id": message.id} if message.id else {}
-        data: dict[str, Any] = {**start}
-        if message.stop_reason is not None:
-            data["stop_reason"] = message.stop_reason
-        if message.stop_sequence is not None:
-            data["stop_sequence"] = message.stop_sequence
-        if message.stop_details is not None:
-            data["stop_details"] = message.stop_details
+        data = {
+            **start,
+            **stop_data(message.stop_reason, message.stop_sequence, message.stop_details),
+        }
         return Response(
             blocks=blocks,
             finish_reason=finish_reason(message.stop_reason),
@@ -183,7 +186,9 @@ class AnthropicCodec:
             )
         request_id = _header(headers, "request-id") or _request_id(body)
         if request_id:
-            error = msgspec.structs.replace(error, message=f"{error.message} (request id {request_id})")
+            error = msgspec.structs.replace(
+                error, message=f"{error.message} (request id {request_id})"
+            )
         return error
 
     def _bad_body(self, what: str, body: bytes) -> ProviderError:

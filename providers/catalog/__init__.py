@@ -68,7 +68,9 @@ class Catalog:
                         raise CatalogError(f"{origin}: model {m.id!r} names no provider")
                     m = msgspec.structs.replace(m, provider=f.provider)
                 if m.source is not None and m.source not in f.sources:
-                    raise CatalogError(f"{origin}: model {m.id!r} cites unknown source {m.source!r}")
+                    raise CatalogError(
+                        f"{origin}: model {m.id!r} cites unknown source {m.source!r}"
+                    )
                 self.models[m.id] = m
                 for name in (m.id, *m.aliases):
                     key = f"{m.provider}/{name}"

@@ -44,7 +44,12 @@ class Prices(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     cache_write: float | None = None
 
     def cost(
-        self, *, input_tokens: int, output_tokens: int, cached_tokens: int = 0, cache_write_tokens: int = 0
+        self,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cached_tokens: int = 0,
+        cache_write_tokens: int = 0,
     ) -> float:
         """US dollars. input_tokens counts the whole prompt, cache reads and
         writes included; those two parts are billed at their own rates when
@@ -53,7 +58,8 @@ class Prices(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         dollars = (
             fresh * self.input
             + cached_tokens * (self.cached_input if self.cached_input is not None else self.input)
-            + cache_write_tokens * (self.cache_write if self.cache_write is not None else self.input)
+            + cache_write_tokens
+            * (self.cache_write if self.cache_write is not None else self.input)
             + output_tokens * self.output
         )
         return dollars / 1_000_000

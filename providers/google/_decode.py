@@ -13,19 +13,15 @@ from typing import Any
 import msgspec
 
 from ..errors import transport_error
-from ..sse import SSEDecoder, SSEEvent
+from ..sse import Frames
+from ..stream import FramedDecoder, ToolCall
 from ..types import (
     DoneEvent,
-    ErrorEvent,
     FinishReason,
-    ProviderError,
     StartEvent,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
-    ToolCallDelta,
-    ToolCallDone,
-    ToolCallStart,
     Usage,
 )
 from ._errors import status_error
@@ -158,8 +154,22 @@ class _StreamedArgs:
 # ------------------------------------------------------------ the decoder
 
 
-class GeminiStreamDecoder:
+class GeminiStreamDecoder(FramedDecoder):
     """Incremental decoder of one ``streamGenerateContent?alt=sse`` body."""
+
+    __slots__ = (
+        "_calls",
+        "_model",
+        "_new_id",
+        "_open_index",
+        "_open_signed",
+        "_open_thought",
+        "_response_id",
+        "_secret",
+        "_started",
+        "_streaming",
+        "_usage",
+    )
 
     def __init__(
         self,
@@ -168,133 +178,34 @@ class GeminiStreamDecoder:
         secret: str | None = None,
         new_id: Callable[[], str] = new_call_id,
     ) -> None:
-        self.provider = provider
+        super().__init__(provider)
         self._secret = secret
         self._new_id = new_id
-        self._sse = SSEDecoder()
-        self._fast = True  # strict "data: ..." frames are cut here; anything else goes to SSEDecoder
-        self._seen = False  # bytes went through the fast path
-        self._buf = bytearray()  # the fast path's bytes after the last whole frame
-        self._cr = False  # the last piece ended in CR
         self._started = False
-        self.finished = False  # a DoneEvent or ErrorEvent was emitted
-        self._next = 0  # next block index
-        self._open_kind = ""  # "text" / "thought": the block a plain part extends
+        self._open_thought: bool | None = None  # the kind of block a plain part extends, if any
         self._open_index = -1
         self._open_signed = False
         self._calls = 0
-        self._streaming: tuple[int, _StreamedArgs] | None = None  # an open partialArgs call
+        self._streaming: tuple[ToolCall, _StreamedArgs] | None = None  # an open partialArgs call
         self._usage: UsageMetadata | None = None
         self._model = ""
         self._response_id: str | None = None
 
-    # -------------------------------------------------------- bytes in
-
-    def feed(self, data: bytes) -> list[StreamEvent]:
-        if self.finished or not data:
-            return []
-        if self._fast:
-            if self._seen or data[:1] != b"\xef":
-                self._seen = True
-                out: list[StreamEvent] = []
-                rest = self._feed_fast(data, out)
-                if rest is None or self.finished:
-                    return out
-                # not the strict framing: the SSE decoder reads the rest of the
-                # stream, from this frame boundary on (a blank line first, so a
-                # leading EF BB BF mid-stream is not taken for a byte order mark)
-                self._fast = False
-                self._sse.feed(b"\n")
-                return out + self._feed_general(rest)
-            self._fast = False  # a byte order mark: the SSE decoder from the start
-        return self._feed_general(data)
-
-    def _feed_fast(self, data: bytes, out: list[StreamEvent]) -> bytes | None:
-        """Whole frames of the form Gemini sends, ``data: <json>`` then a blank
-        line, all with CRLF line ends or all with LF, are cut out here with a few
-        splits checked in C, with no work per line in Python; the payloads are
-        exactly what SSEDecoder gives for such frames. Returns the bytes, from a
-        frame boundary on, to hand to the SSE decoder when the framing is not
-        that (CR or LF alone, comments, other fields, multi-line data...)."""
-        prev = self._buf
-        if prev:
-            if b"\n" not in data and b"\r" not in data and prev[-1] != 0x0D:
-                prev += data  # no line ends here: nothing to do yet, and tiny pieces stay linear
-                return None
-            buf = b"".join((prev, data))
-            self._buf = bytearray()
-        else:
-            buf = data
-        crlf = b"\r" in buf
-        blank = b"\r\n\r\n" if crlf else b"\n\n"
-        last = buf.rfind(blank)
-        if last >= 0:
-            if buf[:6] != b"data: ":
-                return buf
-            # "data: <payload>" + blank line, over and over, iff no piece holds a
-            # CR or LF (a line that is not "data: ..." would be part of one)
-            payloads = buf[6:last].split(blank + b"data: ")
-            whole = b"".join(payloads)
-            if b"\n" in whole or (crlf and b"\r" in whole):
-                return buf
-            self._run(payloads, out)
-            if self.finished:
-                return None
-            tail = buf[last + len(blank) :]
-        else:
-            tail = buf
-        if crlf:
-            # a CR or LF alone in the partial frame would end a line (and maybe
-            # an event) the strict framing would wait past; a CR at the very end
-            # may be the first half of a CRLF
-            t = tail[:-1] if tail[-1:] == b"\r" else tail
-            crlfs = t.count(b"\r\n")
-            if t.count(b"\r") != crlfs or t.count(b"\n") != crlfs:
-                return tail
-        if tail:
-            self._buf = bytearray(tail)
-        return None
-
-    def _run(self, payloads: list[bytes], out: list[StreamEvent]) -> None:
+    def _read(self, frames: Frames, out: list[StreamEvent]) -> None:
         decode = CHUNK_DECODER.decode
         handle = self.handle
-        for data in payloads:
+        for data in frames.data:
             if not data or data == b"[DONE]":
                 continue
             try:
                 chunk = decode(data)
             except (msgspec.DecodeError, UnicodeDecodeError):
-                # read as the SSE decoder gives it: text, undecodable bytes replaced
+                # read as the SSE spec gives it: text, undecodable bytes replaced
                 self._payload(data.decode("utf-8", "replace"), out)
             else:
                 handle(chunk, out)
             if self.finished:
                 return
-
-    def _feed_general(self, data: bytes) -> list[StreamEvent]:
-        # Gemini frames events with CRLF. CRLF and LF end lines alike in SSE, and
-        # the SSE decoder is several times faster on LF-only input, so CRLF is
-        # folded to LF here; a CR at the end of a piece waits for the next one.
-        if self._cr:
-            data = b"\r" + data
-            self._cr = False
-        if data[-1:] == b"\r":
-            data = data[:-1]
-            self._cr = True
-        if b"\r\n" in data:
-            data = data.replace(b"\r\n", b"\n")
-        return self._events(self._sse.feed(data)) if data else []
-
-    def _events(self, events: list[SSEEvent]) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        for event in events:
-            if self.finished:
-                break
-            payload = event.data
-            if not payload or payload == "[DONE]":
-                continue
-            self._payload(payload, out)
-        return out
 
     def _payload(self, payload: str, out: list[StreamEvent]) -> None:
         try:
@@ -307,33 +218,15 @@ class GeminiStreamDecoder:
             return
         self.handle(chunk, out)
 
-    def close(self) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        if self._fast and self._buf and not self.finished:
-            # the bytes after the last whole frame, to the SSE decoder to end
-            self._fast = False
-            self._sse.feed(b"\n")
-            rest, self._buf = bytes(self._buf), bytearray()
-            out = self._feed_general(rest)
-        if self._cr and not self.finished:
-            self._cr = False
-            out += self._events(self._sse.feed(b"\r"))
-        unfinished = self._sse.close()
-        if self.finished:
-            return out
+    def _cut(self, unfinished: bool, out: list[StreamEvent]) -> None:
         why = (
             "the stream was cut inside an event"
             if unfinished
             else "the stream ended without a finishReason"
         )
         self._fail(out, transport_error("network", why, provider=self.provider))
-        return out
 
     # -------------------------------------------------------- chunks
-
-    def _fail(self, out: list[StreamEvent], error: ProviderError) -> None:
-        out.append(ErrorEvent(error=error))
-        self.finished = True
 
     def handle(self, chunk: Chunk, out: list[StreamEvent]) -> None:
         """Turn one decoded GenerateContentResponse into events appended to ``out``."""
@@ -374,50 +267,36 @@ class GeminiStreamDecoder:
                 text = part.text
                 if text and part.thought_signature is None and part.function_call is None:
                     # the usual part: a piece of answer or thought text, unsigned
-                    if part.thought:
-                        if self._open_kind == "thought" and not self._open_signed:
-                            index = self._open_index
-                        else:
-                            index = self._next
-                            self._next += 1
-                            self._open_kind, self._open_index = "thought", index
-                            self._open_signed = False
+                    thought = part.thought
+                    if thought is self._open_thought and not self._open_signed:
+                        index = self._open_index
+                    else:
+                        index = self._open(thought)
+                    if thought:
                         out.append(ThinkingDelta(index=index, text=text))
                     else:
-                        if self._open_kind == "text" and not self._open_signed:
-                            index = self._open_index
-                        else:
-                            index = self._next
-                            self._next += 1
-                            self._open_kind, self._open_index = "text", index
-                            self._open_signed = False
                         out.append(TextDelta(index=index, text=text))
                     continue
                 fc = part.function_call
                 if fc is not None:
                     self._function_call(fc, part.thought_signature, out)
                     continue
-                text = part.text
                 sig = part.thought_signature
+                if text is None:
+                    # no text, or a signature on a part of a kind we do not model (inlineData...)
+                    continue
                 if not text and not sig:
                     continue
-                if text is None:
-                    # a signature on a part of a kind we do not model (inlineData...)
-                    continue
-                kind = "thought" if part.thought else "text"
-                if kind == self._open_kind and not self._open_signed:
+                thought = part.thought
+                if thought is self._open_thought and not self._open_signed:
                     index = self._open_index
                 else:
-                    index = self._next
-                    self._next += 1
-                    self._open_kind, self._open_index = kind, index
-                    self._open_signed = False
-                if sig:
-                    self._open_signed = True
-                if kind == "text":
-                    out.append(TextDelta(index=index, text=text, signature=sig))
-                else:
+                    index = self._open(thought)
+                self._open_signed = bool(sig)
+                if thought:
                     out.append(ThinkingDelta(index=index, text=text, signature=sig))
+                else:
+                    out.append(TextDelta(index=index, text=text, signature=sig))
         if cand.finish_reason:
             raw = cand.finish_reason
             finish = FINISH_REASONS.get(raw, "unknown")
@@ -427,6 +306,13 @@ class GeminiStreamDecoder:
             if cand.finish_message:
                 data["finish_message"] = cand.finish_message
             self._done(out, finish, data)
+
+    def _open(self, thought: bool) -> int:
+        """A new text (thought) block, which unsigned parts of its kind extend."""
+        index = self._open_index = self.blocks.new()
+        self._open_thought = thought
+        self._open_signed = False
+        return index
 
     def _done(self, out: list[StreamEvent], finish: FinishReason, data: dict[str, Any]) -> None:
         if self._streaming is not None:
@@ -446,22 +332,17 @@ class GeminiStreamDecoder:
         self.finished = True
 
     def _function_call(self, fc: FunctionCall, sig: str | None, out: list[StreamEvent]) -> None:
-        self._open_kind = ""  # text after a call starts a new block
+        self._open_thought = None  # text after a call starts a new block
         if fc.name:
             if self._streaming is not None:
                 self._end_streamed(out)
-            index = self._next
-            self._next += 1
             self._calls += 1
-            call_id = fc.id
-            data = None
-            if not call_id:
-                call_id = self._new_id()
-                data = {SYNTHETIC_ID: True}
-            out.append(
-                ToolCallStart(
-                    index=index, id=call_id, name=fc.name, signature=sig, provider_data=data
-                )
+            call = ToolCall(fc.id or self._new_id(), fc.name)
+            call.start(
+                self.blocks,
+                out,
+                signature=sig,
+                provider_data=None if fc.id else {SYNTHETIC_ID: True},
             )
             if fc.will_continue or (fc.partial_args and fc.args is None):
                 acc = _StreamedArgs()
@@ -469,12 +350,12 @@ class GeminiStreamDecoder:
                     acc.value.update(fc.args)
                 if fc.partial_args:
                     acc.apply(fc.partial_args)
-                self._streaming = (index, acc)
+                self._streaming = (call, acc)
                 if not fc.will_continue:
                     self._end_streamed(out)
                 return
-            out.append(ToolCallDelta(index=index, arguments=_ENCODE(fc.args or {}).decode()))
-            out.append(ToolCallDone(index=index))
+            call.piece(_ENCODE(fc.args or {}).decode(), out)
+            call.end(out)
             return
         if self._streaming is None:
             return  # a stray continuation with no call open (e.g. an empty terminator)
@@ -485,7 +366,7 @@ class GeminiStreamDecoder:
 
     def _end_streamed(self, out: list[StreamEvent]) -> None:
         assert self._streaming is not None
-        index, acc = self._streaming
+        call, acc = self._streaming
         self._streaming = None
-        out.append(ToolCallDelta(index=index, arguments=_ENCODE(acc.value).decode()))
-        out.append(ToolCallDone(index=index))
+        call.piece(_ENCODE(acc.value).decode(), out)
+        call.end(out)

@@ -26,9 +26,9 @@ from typing import Any
 
 import msgspec
 
-from ..errors import classify, parse_retry_after
+from ..errors import classify, parse_retry_after, provider_error
 from ..secrets import scrub as scrub_secrets
-from ..types import RETRYABLE_CATEGORIES, ErrorCategory, ProviderError
+from ..types import ErrorCategory, ProviderError
 
 _RETRY_INFO = "google.rpc.RetryInfo"
 _ERROR_INFO = "google.rpc.ErrorInfo"
@@ -116,16 +116,13 @@ def status_error(
         category = "billing" if says_quota and delay is None else "rate_limit"
     elif reason in _KEY_REASONS:
         category = "auth"
-    retry_after = parse_retry_after(headers) if headers else None
-    if retry_after is None:
-        retry_after = delay
-    return ProviderError(
-        category=category,
-        message=message,
+    told = parse_retry_after(headers) if headers else None  # a header beats RetryInfo
+    return provider_error(
+        category,
+        message,
         http_status=status,
         provider_code=code or reason,
-        retry_after=retry_after,
-        retryable=category in RETRYABLE_CATEGORIES,
+        retry_after=delay if told is None else told,
         provider=provider,
     )
 

@@ -208,7 +208,7 @@ class GeminiCodec:
 
     # ------------------------------------------------------------ decoding
 
-    def stream_decoder(self, request: Request) -> GeminiStreamDecoder:
+    def stream_decoder(self, request: Request | None = None) -> GeminiStreamDecoder:
         return GeminiStreamDecoder(
             provider=self.provider, secret=self.settings.api_key, new_id=self.new_id
         )
@@ -219,7 +219,7 @@ class GeminiCodec:
         A JSON array is the chunks of ``streamGenerateContent`` asked without
         ``alt=sse`` (what a proxy that drops the query string gets back).
         """
-        decoder = self.stream_decoder(None)  # type: ignore[arg-type]
+        decoder = self.stream_decoder()
         out: list[StreamEvent] = []
         try:
             if body.lstrip()[:1] == b"[":
@@ -230,15 +230,7 @@ class GeminiCodec:
             else:
                 chunk = CHUNK_DECODER.decode(body)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise ProviderFailure(
-                ProviderError(
-                    category="server",
-                    message=f"malformed response body: {exc}",
-                    http_status=200,
-                    retryable=True,
-                    provider=self.provider,
-                )
-            ) from None
+            raise self._malformed("response body", exc, retryable=True) from None
         decoder.handle(chunk, out)
         if not decoder.finished:
             out.append(DoneEvent(finish_reason="unknown", model=chunk.model_version))
@@ -260,11 +252,15 @@ class GeminiCodec:
         try:
             return COUNT_DECODER.decode(body).total_tokens
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise ProviderFailure(
-                ProviderError(
-                    category="server",
-                    message=f"malformed countTokens body: {exc}",
-                    http_status=200,
-                    provider=self.provider,
-                )
-            ) from None
+            raise self._malformed("countTokens body", exc, retryable=False) from None
+
+    def _malformed(self, what: str, exc: Exception, *, retryable: bool) -> ProviderFailure:
+        """A 200 answer that is not the JSON it should be."""
+        error = ProviderError(
+            category="server",
+            message=f"malformed {what}: {exc}",
+            http_status=200,
+            retryable=retryable,
+            provider=self.provider,
+        )
+        return ProviderFailure(error)

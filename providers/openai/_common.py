@@ -1,25 +1,37 @@
-"""What the Chat Completions and Responses codecs share: headers, thinking
-parameters, tool encoding, usage and error mapping."""
+"""What the Chat Completions and Responses adapters share, in one place:
+
+* ``OpenAICodec``, the base of both codecs: headers, URL, thinking, the raw
+  body fields, tools and user messages in either API's shape, whole answers
+  and HTTP errors;
+* tool arguments and results, images, strict schemas for tools and responses;
+* ``token_usage`` (both usage shapes) and ``stream_error`` (an error object
+  inside a stream or an answer), which the stream decoders use too.
+"""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
-from ..catalog import Catalog
-from ..errors import classify, error_from_http
+from ..base import HttpRequest
+from ..catalog import Catalog, default_catalog
+from ..errors import classify, error_from_http, provider_error
 from ..settings import ProviderSettings
 from ..thinking import ThinkingMapping, map_thinking
 from ..types import (
-    RETRYABLE_CATEGORIES,
     ImageBlock,
+    Message,
     ProviderError,
+    ProviderFailure,
     Request,
+    TextBlock,
     Tool,
     ToolCallBlock,
     ToolResultBlock,
+    Usage,
 )
 from ._schema import strict_schema
 
@@ -28,29 +40,6 @@ _encode = msgspec.json.Encoder().encode
 
 def json_bytes(body: dict[str, Any]) -> bytes:
     return _encode(body)
-
-
-def headers_for(settings: ProviderSettings, *, stream: bool) -> dict[str, str]:
-    """JSON request headers with the bearer key (none for a keyless local server)."""
-    key = settings.require_key()
-    headers = {
-        "content-type": "application/json",
-        "accept": "text/event-stream" if stream else "application/json",
-    }
-    if key:
-        headers["authorization"] = f"Bearer {key}"
-    for name, value in settings.extra_headers.items():
-        headers[name.lower()] = value
-    return headers
-
-
-def url_for(settings: ProviderSettings, path: str) -> str:
-    return f"{settings.base_url.rstrip('/')}/{path}"
-
-
-def thinking_for(catalog: Catalog, provider: str, request: Request) -> ThinkingMapping:
-    entry, _ = catalog.entry_or_default(provider, request.model)
-    return map_thinking(entry.thinking, request.thinking.level, model=request.model)
 
 
 def tool_arguments(block: ToolCallBlock) -> str:
@@ -95,19 +84,39 @@ def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def token_usage(raw: Any, inp: str, out: str, *, cache_hits: str | None = None) -> Usage:
+    """Usage from ``{inp}_tokens``, ``{out}_tokens``, ``total_tokens`` and their
+    ``_details`` (``prompt``/``completion`` for Chat Completions, ``input``/
+    ``output`` for Responses). Input counts cached tokens. Output counts
+    reasoning: a server whose total is input + output + reasoning counted it
+    apart, and it is added here. ``cache_hits``: a top-level field with the
+    cached count, read when the details have none."""
+    if not isinstance(raw, dict):
+        return Usage()
+    n_in = as_int(raw.get(f"{inp}_tokens"))
+    n_out = as_int(raw.get(f"{out}_tokens"))
+    total = as_int(raw.get("total_tokens"))
+    in_details = _dict(raw.get(f"{inp}_tokens_details"))
+    reasoning = as_int(_dict(raw.get(f"{out}_tokens_details")).get("reasoning_tokens"))
+    cached = as_int(in_details.get("cached_tokens"))
+    if not cached and cache_hits is not None:
+        cached = as_int(raw.get(cache_hits))
+    if reasoning and total == n_in + n_out + reasoning:
+        n_out += reasoning
+    return Usage(
+        input_tokens=n_in,
+        output_tokens=n_out,
+        thinking_tokens=reasoning,
+        cached_tokens=cached,
+        cache_write_tokens=as_int(in_details.get("cache_write_tokens")),
+    )
+
+
 # ----------------------------------------------------------------- errors
-
-
-def decode_http_error(
-    provider: str, status: int, body: bytes, headers: Mapping[str, str]
-) -> ProviderError:
-    error = error_from_http(status, body, headers, provider=provider)
-    if error.category == "invalid_request" and status == 413:
-        return msgspec.structs.replace(error, category="context_length", retryable=False)
-    if error.category == "server" and status in (503, 529):
-        # OpenAI labels "engine overloaded" a server_error; the status says more
-        return msgspec.structs.replace(error, category="overloaded")
-    return error
 
 
 def stream_error(
@@ -127,13 +136,140 @@ def stream_error(
     code = str(code) if code is not None else None
     kind = str(kind) if kind is not None else None
     category = classify(status=status, message=message, code=code, kind=kind)
-    if category == "unknown":
-        category = "server"
-    return ProviderError(
-        category=category,
-        message=message,
+    return provider_error(
+        "server" if category == "unknown" else category,
+        message,
         http_status=status,
         provider_code=code or kind,
-        retryable=category in RETRYABLE_CATEGORIES,
         provider=provider,
     )
+
+
+# ----------------------------------------------------------------- the codecs
+
+
+class OpenAICodec(ABC):
+    """What ChatCodec and ResponsesCodec share: settings, thinking, the HTTP
+    request, tools and user messages in either API's shape, whole answers and
+    errors. A subclass names its ``path``, says whether it is the Responses
+    API (``responses``), and builds the body's own fields (``_fields``)."""
+
+    path: ClassVar[str]
+    responses: ClassVar[bool]
+
+    def __init__(self, settings: ProviderSettings, catalog: Catalog | None = None) -> None:
+        self.settings = settings
+        self.provider = settings.name
+        self.catalog = catalog or default_catalog()
+
+    def thinking(self, request: Request) -> ThinkingMapping:
+        entry, _ = self.catalog.entry_or_default(self.provider, request.model)
+        return map_thinking(entry.thinking, request.thinking.level, model=request.model)
+
+    def encode(self, request: Request, *, stream: bool) -> HttpRequest:
+        # the key first: a missing one fails before any work (ProviderFailure, auth)
+        key = self.settings.require_key()
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream" if stream else "application/json",
+        }
+        if key:  # none for a keyless local server
+            headers["authorization"] = f"Bearer {key}"
+        for name, value in self.settings.extra_headers.items():
+            headers[name.lower()] = value
+        url = f"{self.settings.base_url.rstrip('/')}/{self.path}"
+        return HttpRequest("POST", url, headers, json_bytes(self.body(request, stream=stream)))
+
+    def body(self, request: Request, *, stream: bool) -> dict[str, Any]:
+        """The JSON body, as a dict (encode() sends it): the API's fields, then
+        the caller's raw ones (``provider_data["body"]``) over them."""
+        body = self._fields(request, stream=stream)
+        extra = (request.provider_data or {}).get("body")
+        if isinstance(extra, dict):
+            body.update(extra)
+        return body
+
+    @abstractmethod
+    def _fields(self, request: Request, *, stream: bool) -> dict[str, Any]: ...
+
+    def _tools(self, request: Request) -> dict[str, Any]:
+        """``tools``, ``tool_choice`` and ``parallel_tool_calls`` for the request's tools."""
+        responses = self.responses
+        tools: list[dict[str, Any]] = []
+        for tool in request.tools:
+            params, strict = tool_schema(tool)
+            fn: dict[str, Any] = {"name": tool.name}
+            if responses:
+                fn = {"type": "function", **fn}
+            if tool.description:
+                fn["description"] = tool.description
+            fn["parameters"] = params
+            if strict or responses:  # Chat Completions: only when true
+                fn["strict"] = strict
+            tools.append(fn if responses else {"type": "function", "function": fn})
+        choice = request.tool_choice
+        tool_choice: str | dict[str, Any] = choice.mode
+        if choice.mode == "tool":
+            named = {"name": choice.name}
+            tool_choice = {"type": "function", **(named if responses else {"function": named})}
+        return {
+            "tools": tools,
+            "tool_choice": tool_choice,
+            "parallel_tool_calls": request.parallel_tool_calls,
+        }
+
+    def _user(self, message: Message, out: list[dict[str, Any]]) -> None:
+        """A user message: its tool results (each an item of its own), then the
+        text and images as one user message (its text alone when that is all)."""
+        responses = self.responses
+        parts: list[dict[str, Any]] = []
+        for b in message.content:
+            if isinstance(b, ToolResultBlock):
+                text = tool_result_text(b)
+                if responses:
+                    out.append(
+                        {"type": "function_call_output", "call_id": b.tool_call_id, "output": text}
+                    )
+                else:
+                    out.append({"role": "tool", "tool_call_id": b.tool_call_id, "content": text})
+            elif isinstance(b, TextBlock):
+                parts.append({"type": "input_text" if responses else "text", "text": b.text})
+            elif isinstance(b, ImageBlock):
+                url = image_url(b)
+                if responses:
+                    parts.append({"type": "input_image", "image_url": url})
+                else:
+                    parts.append({"type": "image_url", "image_url": {"url": url}})
+        if not parts:
+            return
+        if len(parts) == 1 and parts[0]["type"] in ("text", "input_text"):
+            out.append({"role": "user", "content": parts[0]["text"]})
+        else:
+            out.append({"role": "user", "content": parts})
+
+    def _answer(self, body: bytes) -> dict[str, Any]:
+        """A whole JSON answer as a dict ({} for any other JSON value). Raises
+        ProviderFailure when it is not JSON or is an error (for Responses, an
+        error with no status or status failed: an incomplete answer may carry one)."""
+        try:
+            data = msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            error = provider_error(
+                "server", "the response body is not JSON", provider=self.provider
+            )
+            raise ProviderFailure(error) from None
+        data = _dict(data)
+        if data.get("error") is not None and (
+            not self.responses or data.get("status") in (None, "failed")
+        ):
+            raise ProviderFailure(stream_error(self.provider, data["error"]))
+        return data
+
+    def decode_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
+        error = error_from_http(status, body, headers, provider=self.provider)
+        if error.category == "invalid_request" and status == 413:
+            return msgspec.structs.replace(error, category="context_length", retryable=False)
+        if error.category == "server" and status in (503, 529):
+            # OpenAI labels "engine overloaded" a server_error; the status says more
+            return msgspec.structs.replace(error, category="overloaded")
+        return error

@@ -239,7 +239,7 @@ class ResponsesStreamDecoder(FramedDecoder):
             if not it.emitted:
                 text = "".join(
                     str(p.get("text") or p.get("refusal") or "")
-                    for p in item.get("content") or ()
+                    for p in _parts(item, "content")
                     if isinstance(p, dict)
                 )
                 if text:
@@ -250,11 +250,11 @@ class ResponsesStreamDecoder(FramedDecoder):
             if not it.emitted:
                 text = "\n\n".join(
                     str(s.get("text") or "")
-                    for s in item.get("summary") or ()
+                    for s in _parts(item, "summary")
                     if isinstance(s, dict)
                 ) or "".join(
                     str(c.get("text") or "")
-                    for c in item.get("content") or ()
+                    for c in _parts(item, "content")
                     if isinstance(c, dict)
                 )
             enc = item.get("encrypted_content")
@@ -300,3 +300,10 @@ class ResponsesStreamDecoder(FramedDecoder):
                 provider_data={"id": rid} if rid else None,
             )
         )
+
+
+def _parts(item: dict[str, Any], key: str) -> list[Any]:
+    """``item[key]`` when it is a list (content, summary), else none: a
+    provider's malformed field is skipped, never iterated."""
+    value = item.get(key)
+    return value if isinstance(value, list) else []

@@ -165,7 +165,8 @@ class ChatCodec(OpenAICodec):
         """Read as one chunk whose choices' messages are deltas, then finished."""
         data = self._answer(body)
         choices = []
-        for c in data.get("choices") or ():
+        listed = data.get("choices")
+        for c in listed if isinstance(listed, list) else ():
             if not isinstance(c, dict):
                 continue
             message = c.get("message")

@@ -11,6 +11,7 @@ import store
 from store import Store
 from store._base import StoreBase
 from store._rows import Prepared
+from tests.test_layout import cycles
 
 STORE_DIR = Path(store.__file__).parent
 MAX_LINES = 600
@@ -34,25 +35,6 @@ def imports_within(folder: Path) -> dict[str, set[str]]:
                     deps.add(rest.split(".")[0])
         graph[path.stem] = (deps & modules) - {path.stem}
     return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    found: list[list[str]] = []
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for dep in sorted(graph[node]):
-            if state.get(dep) == 1:
-                found.append([*path[path.index(dep) :], dep])
-            elif dep not in state:
-                visit(dep, [*path, dep])
-        state[node] = 2
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node, [node])
-    return found
 
 
 def test_no_store_module_is_over_600_lines():

@@ -254,20 +254,10 @@ def _find_surrogate(item: Any) -> tuple[list[str | int], re.Match[str], bool] | 
     if kind is str:
         match = None if item.isascii() else _SURROGATE.search(item)
         return None if match is None else ([], match, False)
-    if kind is list:
-        for i, v in enumerate(item):
-            t = type(v)
-            if t is str:
-                if not v.isascii() and (match := _SURROGATE.search(v)):
-                    return [i], match, False
-            elif t is list or t is dict:
-                inner = _find_surrogate(v)
-                if inner is not None:
-                    inner[0].append(i)
-                    return inner
-    elif kind is dict:
-        for k, v in item.items():
-            if not k.isascii() and (match := _SURROGATE.search(k)):
+    if kind is list or kind is dict:
+        # a dict's keys are text (JSON), a list's are its indices
+        for k, v in item.items() if kind is dict else enumerate(item):
+            if type(k) is str and not k.isascii() and (match := _SURROGATE.search(k)):
                 return [], match, True
             t = type(v)
             if t is str:

@@ -13,10 +13,8 @@ handler's exception ends the runaway call.
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -24,6 +22,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from daemon.logs import REDACTED, _forget_secrets, redact, register_secret
+from tests.freeze import wall_clock
 
 LIMIT = 5.0  # seconds; the linear code needs well under one on 1 MiB
 KiB = 1024
@@ -64,24 +63,6 @@ UNITS = [
     "=",
     " ",
 ]
-
-
-class Frozen(Exception):
-    pass
-
-
-@contextmanager
-def wall_clock(seconds: float) -> Iterator[None]:
-    def alarm(_signum: int, _frame: Any) -> None:
-        raise Frozen(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def bounded(fn: Callable[[Any], Any], arg: Any) -> tuple[Any, float]:

@@ -10,11 +10,8 @@ and HttpProvider scrubs each error it emits with its own key and the registry.
 from __future__ import annotations
 
 import json
-import signal
 import string
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import httpx
 import pytest
@@ -28,6 +25,7 @@ from providers.settings import ProviderSettings, settings_for
 from providers.types import ErrorEvent, Message, ProviderError, ProviderFailure, Request, TextBlock
 from tests.fakes.script import HttpError, Raw, Reply
 from tests.fakes.server import FakeProvider
+from tests.freeze import wall_clock
 
 KEY_CHARS = string.ascii_letters + string.digits + "-_"
 FILLER = " \n\t.,;:!?()<>{}\"'/@#%&*+=|~"  # shares no character with a key
@@ -151,26 +149,6 @@ def test_long_keys_past_the_trie_depth() -> None:
     assert scrub(f"{key}{key[:150]}.{key[:70]}") == f"{REDACTED}{REDACTED}.{REDACTED}"
     # this key repeats itself every 64 characters: a copy shifted by 64 runs on past the first
     assert scrub(f"<{key[:100]}{key[36:]}>") == f"<{REDACTED}>"
-
-
-class Frozen(Exception):
-    pass
-
-
-@contextmanager
-def wall_clock(seconds: float) -> Iterator[None]:
-    """A bound that interrupts CPU work too (trio cannot cancel a running regex)."""
-
-    def alarm(_signum: int, _frame: Any) -> None:
-        raise Frozen(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("unit", ["sk-ant-a", "sk-ant-api03-", "sk-ant-api03-Zq7L", "AIzaSyD-", "a", "x" * 64])

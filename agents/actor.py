@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import structlog
 import trio
@@ -62,6 +63,9 @@ class Actor:
         self.thinking_level: ThinkingLevel = record.thinking_level
         self.system_prompt: str = record.system_prompt or ""
         cfg = deps.config
+        # where its tools run: its own folder, or (agents from before there
+        # was one) the daemon's
+        self.cwd: Path = Path(record.cwd) if record.cwd else cfg.cwd
         self.log = EventLog(self.uuid, keep=cfg.event_keep, buffer=cfg.subscriber_buffer)
         self.state: AgentState = "idle"
         self._running: Turn | None = None
@@ -101,6 +105,11 @@ class Actor:
     @property
     def queued(self) -> int:
         return sum(isinstance(c, _Prompt) for c in self._queue)
+
+    @property
+    def next_model(self) -> ResolvedModel | None:
+        """The last model switch queued behind the running turn."""
+        return next((c.resolved for c in reversed(self._queue) if isinstance(c, _Switch)), None)
 
     def publish(self, event: AgentEvent, turn: str | None = None) -> None:
         self.log.publish(event, turn if turn is not None else self.current_turn)

@@ -4,30 +4,115 @@ Opaque state (thinking signatures, redacted thinking, encrypted reasoning,
 Gemini thought signatures) belongs to the provider that issued it. After a
 model switch the history holds blocks from several providers: another
 provider's thinking is dropped and its signatures stripped, never sent.
+
+Replies cut off while reasoning end in a thinking block. The stored history
+keeps it; the replay drops it, because no API accepts reasoning that nothing
+follows (Responses: "reasoning was provided without its required following
+item"; Anthropic: "the final block in an assistant message cannot be
+thinking").
+
+Some APIs constrain thinking within a tool loop (see ``step_thinking``).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import msgspec
 
-from providers.types import Message, TextBlock, ThinkingBlock, ToolCallBlock
+from providers.types import Message, TextBlock, ThinkingBlock, ThinkingLevel, ToolCallBlock
 
 
 def for_provider(messages: list[Message], provider: str) -> list[Message]:
     out: list[Message] = []
     for msg in messages:
-        if msg.role != "assistant" or msg.provider in (None, provider):
+        if msg.role != "assistant":
             out.append(msg)
             continue
-        content = []
-        for block in msg.content:
-            if isinstance(block, ThinkingBlock):
-                continue
-            if isinstance(block, TextBlock | ToolCallBlock) and (block.signature or block.provider):
-                block = msgspec.structs.replace(block, signature=None, provider=None)
-                if isinstance(block, ToolCallBlock):
-                    block = msgspec.structs.replace(block, provider_data=None)
-            content.append(block)
-        if content:
-            out.append(msgspec.structs.replace(msg, content=content, provider_data=None))
+        content = msg.content
+        if msg.provider not in (None, provider):
+            content = _foreign(content)
+        # trailing reasoning: what a reply cut off while thinking leaves
+        end = len(content)
+        while end and isinstance(content[end - 1], ThinkingBlock):
+            end -= 1
+        if not end:
+            continue
+        if end < len(content):
+            content = content[:end]
+        if content is msg.content:
+            out.append(msg)
+        else:
+            out.append(
+                msgspec.structs.replace(
+                    msg,
+                    content=content,
+                    provider_data=msg.provider_data if msg.provider in (None, provider) else None,
+                )
+            )
     return out
+
+
+def _foreign(content: list) -> list:
+    """Another provider's blocks: its thinking dropped, its signatures stripped."""
+    kept = []
+    for block in content:
+        if isinstance(block, ThinkingBlock):
+            continue
+        if isinstance(block, TextBlock | ToolCallBlock) and (block.signature or block.provider):
+            block = msgspec.structs.replace(block, signature=None, provider=None)
+            if isinstance(block, ToolCallBlock):
+                block = msgspec.structs.replace(block, provider_data=None)
+        kept.append(block)
+    return kept
+
+
+class StepThinking(NamedTuple):
+    level: ThinkingLevel
+    # why the level was lowered, for a notice; None when it was not
+    reason: str | None
+
+
+def step_thinking(
+    messages: list[Message], *, provider: str, api: str, level: ThinkingLevel
+) -> StepThinking:
+    """The thinking level one model call of a tool loop may use.
+
+    Anthropic (Messages API) with thinking on requires the assistant message
+    whose tool calls the request answers to start with that provider's own
+    signed thinking block (400 "Expected `thinking` or `redacted_thinking`,
+    but found `tool_use`"). A loop that began on another provider, or with
+    thinking off, has none: the step runs without thinking, and the next turn
+    (a new user message) thinks again. ``messages`` is the replay as sent
+    (after ``for_provider``).
+    """
+    if api != "messages" or level == "none":
+        return StepThinking(level, None)
+    last = _answered_assistant(messages)
+    if last is None or not last.tool_calls:
+        return StepThinking(level, None)
+    first = last.content[0]
+    if isinstance(first, ThinkingBlock) and first.signature and first.provider == provider:
+        return StepThinking(level, None)
+    made_by = f"{last.provider}/{last.model}" if last.provider and last.model else "another model"
+    return StepThinking(
+        "none",
+        f"thinking is off until this tool loop ends: its last step was made by {made_by} "
+        "without Anthropic thinking, and Anthropic only continues a tool loop with "
+        "thinking from its own thinking block",
+    )
+
+
+def _answered_assistant(messages: list[Message]) -> Message | None:
+    """The assistant message whose tool calls the request's trailing tool
+    results answer, if it ends inside a tool loop. A prompt after a turn that
+    stopped inside its loop (tool limit, cancel at a boundary) counts: the
+    Messages API sends the results and the prompt as one user message."""
+    i = len(messages) - 1
+    results = False
+    while i >= 0 and messages[i].role in ("tool", "user"):
+        results = results or messages[i].role == "tool"
+        i -= 1
+    if not results or i < 0 or messages[i].role != "assistant":
+        return None
+    return messages[i]

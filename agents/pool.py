@@ -52,10 +52,21 @@ class ProviderPool:
             found = self._providers[key] = make_provider(settings, api=api, client=client)
         return found
 
-    def reset(self, settings: SettingsFactory | None = None) -> None:
-        """New settings (a config reload): providers are rebuilt on next use."""
+    def reset(
+        self,
+        settings: SettingsFactory | None = None,
+        *,
+        catalog: Catalog | None = None,
+        api_overrides: dict[str, WireApi] | None = None,
+    ) -> None:
+        """New settings and catalog (a config reload): providers are rebuilt on
+        next use; a turn already streaming keeps the Provider it holds."""
         if settings is not None:
             self._settings = settings
+        if catalog is not None:
+            self.catalog = catalog
+        if api_overrides is not None:
+            self._api_overrides = dict(api_overrides)
         self._providers.clear()
 
     async def aclose(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import trio
@@ -26,6 +26,32 @@ from store import (
 )
 
 T = TypeVar("T")
+
+SHORT_REF = 8  # hex characters a displayed id has at least
+
+
+def short_refs(wanted: Iterable[str], records: Iterable[AgentRecord]) -> dict[str, str]:
+    """For each uuid of ``wanted``, the shortest prefix (at least SHORT_REF
+    characters) that Store.resolve takes for that agent alone, given
+    ``records``: every agent sharing its first SHORT_REF characters, dead ones
+    too, since refs resolve against them. UUIDv7 ids begin with their creation
+    time, so agents made in one burst share far more than SHORT_REF."""
+    records = list(records)
+    ids = sorted({r.uuid for r in records}.union(wanted))
+    # resolve() prefers a live agent's name to an id prefix
+    names = {r.name for r in records if r.alive}
+    at = {u: i for i, u in enumerate(ids)}
+    out: dict[str, str] = {}
+    for u in wanted:
+        i = at[u]
+        need = SHORT_REF
+        for other in ids[max(i - 1, 0) : i] + ids[i + 1 : i + 2]:
+            same = next((k for k, (a, b) in enumerate(zip(u, other, strict=False)) if a != b), None)
+            need = max(need, (len(u) if same is None else same) + 1)
+        while need < len(u) and (u[need - 1] == "-" or u[:need] in names):
+            need += 1
+        out[u] = u[:need]
+    return out
 
 
 class AsyncStore:
@@ -54,6 +80,17 @@ class AsyncStore:
     async def find_agents(self, ref: str) -> list[AgentRecord]:
         return await self.call(self.store.find_agents, ref)
 
+    async def short_refs(self, uuids: list[str]) -> dict[str, str]:
+        """Each agent's shortest unique id prefix (see short_refs), in one worker thread."""
+
+        def find() -> dict[str, str]:
+            if len(uuids) > 4:  # a listing: one query for every agent beats one per agent
+                return short_refs(uuids, self.store.list_agents(include_dead=True))
+            found = [r for u in set(uuids) for r in self.store.find_agents(u[:SHORT_REF])]
+            return short_refs(uuids, found)
+
+        return await self.call(find)
+
     async def usage_totals(self) -> dict[str, UsageTotals]:
         return await self.call(self.store.usage_totals)
 
@@ -78,6 +115,7 @@ class AsyncStore:
         thinking_level: str,
         system_prompt: str = "",
         parent_uuid: str | None = None,
+        cwd: str | None = None,
     ) -> AgentRecord:
         return await self.call(
             self.store.create_agent,
@@ -87,6 +125,7 @@ class AsyncStore:
             thinking_level=thinking_level,
             system_prompt=system_prompt,
             parent_uuid=parent_uuid,
+            cwd=cwd,
         )
 
     async def fork(self, parent_uuid: str, **kwargs: Any) -> AgentRecord:

@@ -31,6 +31,7 @@ from .events import AgentEnded, Notice
 from .pool import ProviderPool
 from .store import AsyncStore
 from .tools import AgentOpError, ToolRegistry
+from .workdir import working_folder
 
 log = structlog.get_logger("ikigai.agents")
 
@@ -39,6 +40,13 @@ _CUT_REASON = "the daemon stopped during this turn"
 
 class AgentError(Exception):
     """A refused request: unknown agent, busy agent, bad model text... The message says why."""
+
+
+def _folder(text: str) -> str:
+    try:
+        return working_folder(text)
+    except ValueError as e:
+        raise AgentError(str(e)) from None
 
 
 class Supervisor:
@@ -199,12 +207,15 @@ class Supervisor:
         prompt: str | None = None,
         parent: str | None = None,
         thinking: ThinkingLevel = "none",
+        cwd: str | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
-        """A new agent (no history). Returns (record, resolved model, first turn id)."""
+        """A new agent (no history). Returns (record, resolved model, first turn id).
+        Its tools run in ``cwd`` (default: the daemon's working directory)."""
         try:
             resolved = self.resolve_model(model, current_thinking=thinking)
         except ValueError as e:
             raise AgentError(str(e)) from None
+        folder = _folder(cwd) if cwd is not None else str(self.deps.config.cwd)
         try:
             record = await self.db.create_agent(
                 name=name,
@@ -213,6 +224,7 @@ class Supervisor:
                 thinking_level=resolved.thinking.level,
                 system_prompt=system,
                 parent_uuid=parent,
+                cwd=folder,
             )
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None
@@ -228,9 +240,12 @@ class Supervisor:
         at_message: int | None = None,
         name: str | None = None,
         prompt: str | None = None,
+        cwd: str | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         """A child that inherits the parent's history up to its last completed
-        message (or ``at_message``) and its model, unless ``model`` is given."""
+        message (or ``at_message``), its model and its working directory, unless
+        ``model`` or ``cwd`` is given."""
+        folder = _folder(cwd) if cwd is not None else None
         parent = await self.resolve(ref)
         actor = self.actors.get(parent.uuid)
         provider, model_name = parent.provider, parent.model
@@ -250,6 +265,7 @@ class Supervisor:
                     system=parent.system_prompt,
                     prompt=prompt,
                     parent=parent.uuid,
+                    cwd=folder or (str(actor.cwd) if actor else parent.cwd),
                 )
         try:
             child = await self.db.fork(
@@ -259,6 +275,7 @@ class Supervisor:
                 provider=resolved.provider,
                 model=resolved.model,
                 thinking_level=resolved.thinking.level,
+                cwd=folder,
             )
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None

@@ -11,6 +11,7 @@ kept in history, left out of the context.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import structlog
@@ -18,6 +19,7 @@ import trio
 
 from providers.accumulate import Accumulator
 from providers.errors import transport_error
+from providers.limits import output_cap
 from providers.secrets import scrub
 from providers.types import (
     Message,
@@ -32,7 +34,7 @@ from providers.types import (
     Usage,
 )
 
-from .context import for_provider
+from .context import for_provider, step_thinking
 from .deps import ActorDeps
 from .events import (
     AgentEvent,
@@ -72,6 +74,7 @@ class TurnHost(Protocol):
     model: str
     thinking_level: ThinkingLevel
     system_prompt: str
+    cwd: Path
 
     def publish(self, event: AgentEvent, turn: str | None = None) -> None: ...
     def set_state(self, state: AgentState) -> None: ...
@@ -95,6 +98,9 @@ class Turn:
         self.stop_at_boundary = False
         self.scope = trio.CancelScope()  # made now, so a cancel before the turn starts still counts
         self.first_row: int | None = None  # its user row, once stored
+        self.model_calls = 0  # requests sent, retries and fallbacks included
+        self._lowered: str | None = None  # the last thinking-lowered notice said
+        self._capped = False  # the output cap was raised to an API's minimum (said once)
 
     def cancel(self, *, at_boundary: bool = False) -> None:
         if at_boundary:
@@ -113,6 +119,16 @@ class Turn:
             ),
             self.id,
         )
+        # the log tells a turn's story by ids and numbers: never the prompt or the reply
+        log.info(
+            "turn started",
+            agent=host.uuid,
+            turn=self.id,
+            provider=host.provider,
+            model=host.model,
+            thinking=host.thinking_level,
+        )
+        started = trio.current_time()
         status: TurnStatus = "completed"
         error: ProviderError | None = None
         message: str | None = None
@@ -153,6 +169,7 @@ class Turn:
         reply = ""
         if context and context[-1].role == "assistant":
             reply = context[-1].text
+        self._log_end(status, error, trio.current_time() - started)
         return TurnResult(
             turn=self.id,
             status=status,
@@ -199,7 +216,7 @@ class Turn:
                 host.publish(
                     ToolStarted(id=call.id, name=call.name, arguments=call.arguments), self.id
                 )
-            ctx = ToolContext(agent_uuid=host.uuid, cwd=cfg.cwd, ops=self.deps.ops)
+            ctx = ToolContext(agent_uuid=host.uuid, cwd=host.cwd, ops=self.deps.ops)
             results = await self.deps.tools.run_all(calls, ctx, limit=cfg.tool_concurrency)
             for call, result in zip(calls, results, strict=True):
                 host.publish(
@@ -219,11 +236,40 @@ class Turn:
                 return "cancelled", None
         return "tool_limit", None  # pragma: no cover - the loop returns on its last step
 
+    def _log_end(self, status: TurnStatus, error: ProviderError | None, seconds: float) -> None:
+        host = self.host
+        if error is not None:
+            log.warning(
+                "turn failed",
+                agent=host.uuid,
+                turn=self.id,
+                category=error.category,
+                http_status=error.http_status,
+                provider=error.provider,
+                error=scrub(error.message),
+            )
+        log.info(
+            "turn ended",
+            agent=host.uuid,
+            turn=self.id,
+            status=status,
+            model_calls=self.model_calls,
+            duration_s=round(seconds, 3),
+            input_tokens=self.usage.input_tokens,
+            output_tokens=self.usage.output_tokens,
+            thinking_tokens=self.usage.thinking_tokens,
+            cached_tokens=self.usage.cached_tokens,
+        )
+
     def _spend(self, response: Response) -> None:
+        """The one pricing rule (docs/configuration.md "Usage and cost", as
+        store/_usage.py): the reported model's price if the catalog knows it,
+        else the requested model's, else unknown (None, never 0)."""
         host, catalog = self.host, self.deps.pool.catalog
         self.usage = self.usage + response.usage
-        entry = catalog.lookup(response.provider or host.provider, response.model or host.model)
-        if entry is None:
+        provider = response.provider or host.provider
+        entry = catalog.lookup(provider, response.model) if response.model else None
+        if entry is None and provider == host.provider:
             entry = catalog.lookup(host.provider, host.model)
         if entry is None or entry.prices is None or self.cost is None:
             self.cost = None
@@ -249,13 +295,30 @@ class Turn:
         self, model: str, provider: str, level: ThinkingLevel, history: list[Message]
     ) -> Request:
         system = self.host.system_prompt
+        messages = for_provider(history, provider)
+        api = self.deps.pool.api_for(provider, model)
+        level, lowered = step_thinking(messages, provider=provider, api=api, level=level)
+        if lowered is not None and lowered != self._lowered:
+            self.host.publish(Notice(text=lowered), self.id)
+        self._lowered = lowered
+        wanted = self.deps.config.max_output_tokens
+        cap = output_cap(api, wanted)
+        if cap != wanted and not self._capped:
+            self._capped = True
+            self.host.publish(
+                Notice(
+                    text=f"max_output_tokens {wanted} is below the {api} API's minimum: "
+                    f"{cap} asked for instead (raise max_output_tokens in config.json)"
+                ),
+                self.id,
+            )
         return Request(
             model=model,
-            messages=for_provider(history, provider),
+            messages=messages,
             system=[TextBlock(text=system)] if system else [],
             thinking=ThinkingConfig(level=level),
             tools=self.deps.tools.definitions(),
-            max_output_tokens=self.deps.config.max_output_tokens,
+            max_output_tokens=cap,
         )
 
     def _targets(self) -> list[tuple[str, str, ThinkingLevel]]:
@@ -282,6 +345,14 @@ class Turn:
         for index, (provider_name, model, level) in enumerate(targets):
             if index:
                 assert error is not None
+                log.info(
+                    "falling back to another model",
+                    agent=host.uuid,
+                    turn=self.id,
+                    from_model=targets[index - 1][1],
+                    to_model=model,
+                    category=error.category,
+                )
                 host.publish(
                     FallbackUsed(from_model=targets[index - 1][1], to_model=model, error=error),
                     self.id,
@@ -290,6 +361,7 @@ class Turn:
             attempt = 0
             while True:
                 attempt += 1
+                self.model_calls += 1
                 host.set_state("waiting_for_llm")
                 acc = Accumulator(provider=provider_name)
                 provider = self.deps.pool.get(provider_name, model)
@@ -312,6 +384,17 @@ class Turn:
                 delay = self.deps.config.retry.delay(error, attempt)
                 if delay is None or self.stop_at_boundary:
                     break
+                log.info(
+                    "retrying model call",
+                    agent=host.uuid,
+                    turn=self.id,
+                    attempt=attempt + 1,
+                    category=error.category,
+                    http_status=error.http_status,
+                    wait_s=round(delay, 3),
+                    model=model,
+                    error=scrub(error.message),
+                )
                 host.publish(
                     RetryScheduled(
                         attempt=attempt + 1,

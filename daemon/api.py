@@ -44,6 +44,9 @@ _REFUSALS: tuple[tuple[type[Exception], int], ...] = (
 )
 
 
+_CANDIDATES = 20  # agents an ambiguous-ref error lists
+
+
 @contextmanager
 def _refusals() -> Iterator[None]:
     try:
@@ -63,8 +66,9 @@ class DaemonInfo:
     default_model: str
     connections: Callable[[], int]
     shutdown: Callable[[], None]
-    reload: Callable[[], None]
+    reload: Callable[[], str | None]  # None: done; else why it was refused
     settings: Callable[[str], Any]  # provider name -> ProviderSettings
+    max_line_bytes: int = 0  # the longest request line the socket takes (read at start)
 
 
 def _stamp(when: datetime) -> str:
@@ -87,6 +91,12 @@ def _model_info(r: ResolvedModel) -> R.ModelInfo:
     }
 
 
+def _next_model(actor: Actor) -> str | None:
+    """``provider/model/level`` of the last model switch queued behind the running turn."""
+    r = actor.next_model
+    return None if r is None else f"{r.provider}/{r.model}/{r.thinking.level}"
+
+
 def _tokens(u: Usage) -> R.TokenUsage:
     return {
         "input_tokens": u.input_tokens,
@@ -100,8 +110,14 @@ class Api:
     def __init__(self, sup: Supervisor, catalog: Catalog, info: DaemonInfo) -> None:
         self.sup = sup
         self.db = sup.db
-        self.catalog = catalog
         self.info = info
+        del catalog  # the pool's is read (see below): the same one at start
+
+    @property
+    def catalog(self) -> Catalog:
+        # the pool's, which a reload replaces: a provider added to config.json
+        # is listed and usable without a restart
+        return self.sup.pool.catalog
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -136,14 +152,26 @@ class Api:
     async def _record(self, ref: str) -> AgentRecord:
         try:
             return await self.db.resolve(ref)
-        except AmbiguousAgent as e:
-            found = await self.db.find_agents(ref)
+        except AmbiguousAgent:
+            # the candidates go in data only, so a client lists them once
+            ref = ref.strip()
+            found = [r for r in await self.db.find_agents(ref) if r.uuid.startswith(ref.lower())]
+            shown = found[:_CANDIDATES]
+            shorts = await self.db.short_refs([r.uuid for r in shown])
+            more = f" (the first {len(shown)} listed)" if len(found) > len(shown) else ""
             raise p.RpcError(
                 p.AMBIGUOUS_AGENT,
-                str(e),
+                f"{ref!r} is the start of {len(found)} agent ids{more}: "
+                "give more of the id, or a name",
                 {
                     "candidates": [
-                        {"uuid": r.uuid, "name": r.name, "status": r.status} for r in found
+                        {
+                            "uuid": r.uuid,
+                            "short": shorts[r.uuid],
+                            "name": r.name,
+                            "status": r.status,
+                        }
+                        for r in shown
                     ]
                 },
             ) from None
@@ -160,15 +188,29 @@ class Api:
             )
         return actor
 
-    def _info(self, record: AgentRecord) -> R.AgentInfo:
+    async def _described(self, record: AgentRecord) -> R.AgentInfo:
+        """``_info`` of one agent, with its short id looked up."""
+        return self._info(record, (await self.db.short_refs([record.uuid]))[record.uuid])
+
+    def _can_think(self, provider: str, model: str) -> bool:
+        # as the model resolver judges it: a model the catalog lacks gets its provider's default
+        entry, _known = self.catalog.entry_or_default(provider, model)
+        return entry.thinking.kind != "none"
+
+    def _info(self, record: AgentRecord, short: str) -> R.AgentInfo:
         actor = self.sup.actor_of(record.uuid)
+        provider = actor.provider if actor else record.provider
+        model = actor.model if actor else record.model
         return {
             "uuid": record.uuid,
+            "short": short,
             "name": record.name,
             "parent": record.parent_uuid,
-            "provider": actor.provider if actor else record.provider,
-            "model": actor.model if actor else record.model,
+            "provider": provider,
+            "model": model,
             "thinking_level": actor.thinking_level if actor else record.thinking_level,
+            "can_think": self._can_think(provider, model),
+            "next_model": None if actor is None else _next_model(actor),
             "system_prompt": actor.system_prompt if actor else record.system_prompt,
             "status": "running" if actor else record.status,
             "state": actor.state if actor else None,
@@ -176,6 +218,7 @@ class Api:
             "queued": actor.queued if actor else 0,
             "created_at": _stamp(record.created_at),
             "ended_at": None if record.ended_at is None else _stamp(record.ended_at),
+            "cwd": str(actor.cwd) if actor else record.cwd,
         }
 
     # ------------------------------------------------------------ daemon
@@ -192,6 +235,7 @@ class Api:
             "agents": {"running": self.sup.running_count, "dead": self.sup.dead_count},
             "connections": self.info.connections(),
             "default_model": self.info.default_model,
+            "max_line_bytes": self.info.max_line_bytes,
         }
 
     async def shutdown(self, conn: Connection, params: P.NoParams) -> R.Ok:
@@ -199,7 +243,9 @@ class Api:
         return {"ok": True}
 
     async def reload(self, conn: Connection, params: P.NoParams) -> R.Ok:
-        self.info.reload()
+        refused = self.info.reload()
+        if refused is not None:
+            raise p.RpcError(p.REFUSED, f"reload refused, the running config is kept: {refused}")
         return {"ok": True}
 
     async def models(self, conn: Connection, params: P.ModelsList) -> list[R.ModelRow]:
@@ -257,25 +303,37 @@ class Api:
                 name=params.name,
                 system=params.system,
                 prompt=params.prompt,
+                cwd=params.cwd,
             )
-        return {"agent": self._info(record), "model": _model_info(resolved), "turn": turn}
+        info = await self._described(record)
+        created: R.Created = {"agent": info, "model": _model_info(resolved), "turn": turn}
+        return await self._created(created, params.wait)
 
     async def list(self, conn: Connection, params: P.ListAgents) -> list[R.ListedAgent]:
         records = await self.db.list_agents(include_dead=params.include_dead)
         totals = await self.db.usage_totals()
+        shorts = await self.db.short_refs([r.uuid for r in records])
         out: list[R.ListedAgent] = []
         for r in records:
             t = totals.get(r.uuid)
             usage: R.UsageBrief = (
                 {
+                    "turns": t.turns,
+                    "calls": t.calls,
                     "input_tokens": t.input_tokens,
                     "output_tokens": t.output_tokens,
                     "cost_usd": t.cost_usd,
                 }
                 if t is not None
-                else {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+                else {
+                    "turns": 0,
+                    "calls": 0,
+                    "input_tokens": 0,
+                    "output_tokens": 0,
+                    "cost_usd": 0.0,
+                }
             )
-            out.append({**self._info(r), "usage": usage})
+            out.append({**self._info(r, shorts[r.uuid]), "usage": usage})
         return out
 
     async def show(self, conn: Connection, params: P.AgentRef) -> R.ShownAgent:
@@ -293,7 +351,11 @@ class Api:
                 "error": _plain(last.error),
             }
         )
-        return {**self._info(record), "usage": _plain(report.total), "last_turn": last_turn}
+        return {
+            **(await self._described(record)),
+            "usage": _plain(report.total),
+            "last_turn": last_turn,
+        }
 
     async def prompt(self, conn: Connection, params: P.Prompt) -> R.Queued | R.TurnOutcome:
         actor = await self._actor(params.agent)
@@ -301,12 +363,19 @@ class Api:
             turn, position = await self.sup.prompt(actor, params.text)
         if not params.wait:
             return {"turn": turn, "position": position}
-        # waits on the actor itself, not on a subscription: a burst that makes
-        # subscribers lag cannot fail a waiting request
-        ended = await actor.wait_turn(turn)
+        result = await self._outcome(actor.uuid, turn)
+        if result["status"] == "error":
+            raise p.RpcError(p.TURN_FAILED, f"the turn ended in error: {result['error']}", result)
+        return result
+
+    async def _outcome(self, uuid: str, turn: str) -> R.TurnOutcome:
+        """How the turn ended, once it has. Waits on the actor itself, not on a
+        subscription: a burst that makes subscribers lag cannot fail a waiting request."""
+        actor = self.sup.actor_of(uuid)
+        ended = await actor.wait_turn(turn) if actor is not None else None
         if ended is None:
-            raise p.RpcError(p.REFUSED, f"agent {actor.name} ended before the turn finished")
-        result: R.TurnOutcome = {
+            raise p.RpcError(p.REFUSED, f"agent {uuid} ended before the turn finished")
+        return {
             "turn": turn,
             "status": ended.status,
             "reply": ended.reply,
@@ -314,9 +383,18 @@ class Api:
             "usage": _tokens(ended.usage),
             "cost_usd": ended.cost_usd,
         }
-        if ended.status == "error":
-            raise p.RpcError(p.TURN_FAILED, f"the turn ended in error: {ended.error}", result)
-        return result
+
+    async def _created(self, created: R.Created, wait: bool) -> R.Created:
+        """agent.create / agent.fork with ``wait`` and a prompt: answered when
+        the first turn ends, as agent.prompt with ``wait`` is."""
+        turn = created["turn"]
+        if not wait or turn is None:
+            return created
+        result = await self._outcome(created["agent"]["uuid"], turn)
+        if result["status"] == "error":
+            data = {**result, "agent": created["agent"]["uuid"]}
+            raise p.RpcError(p.TURN_FAILED, f"the turn ended in error: {result['error']}", data)
+        return {**created, "outcome": result}
 
     async def subscribe(self, conn: Connection, params: P.Subscribe) -> R.Subscribed:
         actor = await self._actor(params.agent)
@@ -350,8 +428,11 @@ class Api:
                 at_message=params.at,
                 name=params.name,
                 prompt=params.prompt,
+                cwd=params.cwd,
             )
-        return {"agent": self._info(child), "model": _model_info(resolved), "turn": turn}
+        info = await self._described(child)
+        created: R.Created = {"agent": info, "model": _model_info(resolved), "turn": turn}
+        return await self._created(created, params.wait)
 
     async def set_model(self, conn: Connection, params: P.SetModel) -> R.ModelInfo:
         actor = await self._actor(params.agent)

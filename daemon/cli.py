@@ -108,11 +108,33 @@ def _not_dumpable() -> None:
         pass  # no prctl: the sandbox issue is the real fix
 
 
+def _set_title(name: str = "ikigaid") -> None:
+    """Show as ``ikigaid``, not ``python -m daemon run``: setproctitle rewrites
+    argv (what ``ps -o args`` and ``pgrep -f`` show), PR_SET_NAME the kernel's
+    comm (what ``pgrep -x ikigaid`` and ``top`` match). Each is optional."""
+    try:
+        import setproctitle
+    except ImportError:
+        pass
+    else:
+        setproctitle.setproctitle(name)  # sets comm too on Linux; PR_SET_NAME below if not
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(15, name.encode()[:15], 0, 0, 0)  # PR_SET_NAME (15 bytes at most)
+    except (OSError, AttributeError):
+        pass
+
+
 def _run(log_level: str | None) -> int:
     import trio
 
     from store import StoreError
 
+    from ._lock import LockError
     from .config import ConfigError, load_config
     from .credentials import CredentialsError
     from .logs import configure_logging
@@ -120,6 +142,7 @@ def _run(log_level: str | None) -> int:
     from .service import AlreadyRunning, Daemon, StartupError
 
     _not_dumpable()
+    _set_title()
     paths = resolve_paths()
     try:
         level = log_level or load_config(paths.config_file).log_level
@@ -132,7 +155,14 @@ def _run(log_level: str | None) -> int:
     )
     try:
         trio.run(Daemon(paths).run)
-    except (AlreadyRunning, StartupError, ConfigError, CredentialsError, StoreError) as e:
+    except (
+        AlreadyRunning,
+        LockError,
+        StartupError,
+        ConfigError,
+        CredentialsError,
+        StoreError,
+    ) as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         return 130

@@ -10,6 +10,7 @@ Every key is documented in docs/configuration.md.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +24,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from agents.tools import EnvRule, ToolEnv, is_env_name, provider_key_names
-from providers.catalog import Catalog, WireApi, default_catalog, load_catalog
+from providers.catalog import Catalog, ProviderEntry, WireApi, default_catalog, load_catalog
 from providers.modelspec import ModelSpecError, parse_model_spec
 from providers.openai import DIALECT_FLAGS, compatible_provider
 from providers.settings import ProviderSettings, settings_for
@@ -57,7 +58,6 @@ NonNegative = Annotated[float, Meta(ge=0)]
 PositiveInt = Annotated[int, Meta(ge=1)]
 NonNegativeInt = Annotated[int, Meta(ge=0)]
 
-_CUSTOM_APIS = ("chat", "responses")
 # the choices of each Literal field, for a readable "must be one of" message
 _CHOICES: dict[str, tuple[str, ...]] = {
     "api": ("chat", "responses", "messages", "generate_content"),
@@ -76,7 +76,8 @@ class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 
 class ProviderConfig(_Strict):
     """Settings of one provider: overrides of a catalog provider, or a custom
-    OpenAI-compatible service (a name not in the catalog)."""
+    service on any wire API (a name not in the catalog). ``api`` on a catalog
+    provider pins every one of its models to that API."""
 
     base_url: str | None = None
     api: WireApi | None = None
@@ -351,17 +352,12 @@ def _check(config: Config, where: str) -> None:
                     f"{at}.dialect: unknown flag(s) {', '.join(unknown)} "
                     f"(known: {', '.join(sorted(DIALECT_FLAGS))})"
                 )
-        if name not in base.providers:
-            if pc.base_url is None or pc.api is None:
-                raise ConfigError(
-                    f"{at}: {name!r} is not a catalog provider, so it needs base_url and "
-                    f"api (chat or responses) to be a custom OpenAI-compatible one "
-                    f"(catalog providers: {', '.join(base.providers)})"
-                )
-            if pc.api not in _CUSTOM_APIS:
-                raise ConfigError(
-                    f"{at}.api: a custom provider speaks chat or responses, not {pc.api!r}"
-                )
+        if name not in base.providers and (pc.base_url is None or pc.api is None):
+            raise ConfigError(
+                f"{at}: {name!r} is not a catalog provider, so it needs base_url and "
+                f"api ({', '.join(_CHOICES['api'])}) to be a custom one "
+                f"(catalog providers: {', '.join(base.providers)})"
+            )
     catalog = build_catalog(config)
     for name, pc in config.providers.items():
         if pc.default_model is not None:
@@ -427,29 +423,48 @@ def build_catalog(config: Config) -> Catalog:
     for name, pc in config.providers.items():
         entry = catalog.providers.get(name)
         if entry is None:
-            keys = pc.key_env_list
-            catalog.add_provider(
-                compatible_provider(
-                    name,
-                    pc.base_url or "",
-                    api=pc.api or "chat",  # type: ignore[arg-type]
-                    key_env=keys or None,
-                    dialect=pc.dialect if pc.dialect is not UNSET else (),
-                )
-            )
+            catalog.add_provider(_custom_provider(name, pc))
             continue
         changes: dict[str, Any] = {}
         if pc.base_url is not None:
             changes["base_url"] = pc.base_url.rstrip("/")
-        if pc.api is not None:
-            changes["api"] = pc.api
         if pc.key_env_list is not None:
             changes["key_env"] = pc.key_env_list
         if pc.dialect is not UNSET:
             changes["dialect"] = list(dict.fromkeys(pc.dialect))
         if changes:
             catalog.add_provider(msgspec.structs.replace(entry, **changes))
+        if pc.api is not None:
+            # a pin wins over the catalog's per-model choice (gpt-5 is "responses")
+            catalog.pin_api(name, pc.api)
+    for name, pc in config.providers.items():
+        if pc.default_model is not None:
+            with contextlib.suppress(ModelSpecError):  # _check names the fault
+                spec = parse_model_spec(f"{name}/{pc.default_model}", catalog)
+                catalog.add_model(spec.provider, spec.model)
     return catalog
+
+
+def _custom_provider(name: str, pc: ProviderConfig) -> ProviderEntry:
+    """A provider the catalog does not know, on any wire API: the codec of that
+    API sends its own auth header (Authorization, x-api-key, x-goog-api-key)
+    and appends its own paths to base_url, as for the catalog's providers."""
+    api = pc.api or "chat"
+    dialect = pc.dialect if pc.dialect is not UNSET else ()
+    keys = pc.key_env_list
+    if api in ("chat", "responses"):
+        return compatible_provider(
+            name, pc.base_url or "", api=api, key_env=keys or None, dialect=dialect
+        )
+    return ProviderEntry(
+        name=name,
+        label=name,
+        api=api,
+        base_url=(pc.base_url or "").rstrip("/"),
+        key_env=keys or [],
+        dialect=list(dict.fromkeys(dialect)),
+        slash_models=True,
+    )
 
 
 def tool_env(

@@ -397,7 +397,11 @@ class Connection:
     def _too_long(self) -> None:
         self.fail(
             None,
-            p.RpcError(p.LINE_TOO_LONG, f"line longer than {self.server.max_line} bytes; closing"),
+            p.RpcError(
+                p.LINE_TOO_LONG,
+                f"line longer than {self.server.max_line} bytes; closing",
+                {"limit": self.server.max_line},
+            ),
         )
         self._out_send.close()
 

@@ -11,8 +11,11 @@ and the line, never echoing its content.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
+import secrets
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,7 +23,16 @@ from pathlib import Path
 from ._jsontext import text_fault, undecodable_field
 from .logs import redact
 
-__all__ = ["CredentialsError", "load_credentials", "secret_values"]
+__all__ = [
+    "CredentialsError",
+    "load_credentials",
+    "secret_values",
+    "update_credentials",
+    "write_private",
+]
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
 class CredentialsError(ValueError):
@@ -30,10 +42,16 @@ class CredentialsError(ValueError):
 def load_credentials(path: Path) -> dict[str, str]:
     """The keys in ``path``; a missing file is no keys. Empty values are dropped."""
     path = Path(path)
+    raw = _read_private(path)
+    return {} if raw is None else _parse(path, raw)
+
+
+def _read_private(path: Path) -> bytes | None:
+    """The file's bytes (None: no file), refusing one that is not private."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        return {}
+        return None
     except OSError as e:
         raise CredentialsError(f"{path}: cannot read it: {e.strerror or e}") from None
     try:
@@ -47,12 +65,11 @@ def load_credentials(path: Path) -> dict[str, str]:
                 f"it holds API keys: run chmod 600 {path}"
             )
         with os.fdopen(fd, "rb", closefd=False) as f:
-            raw = f.read()
+            return f.read()
     except OSError as e:
         raise CredentialsError(f"{path}: cannot read it: {e.strerror or e}") from None
     finally:
         os.close(fd)
-    return _parse(path, raw)
 
 
 def _parse(path: Path, raw: bytes) -> dict[str, str]:
@@ -120,3 +137,70 @@ def secret_values(
     found = [v for v in credentials.values() if v]
     found.extend(env[name] for name in key_env if env.get(name))
     return list(dict.fromkeys(found))
+
+
+def update_credentials(
+    path: Path, *, put: Mapping[str, str] | None = None, remove: Iterable[str] = ()
+) -> list[str]:
+    """Set the entries of ``put`` and drop those named in ``remove``, keeping every
+    other entry as written; the names actually removed. The file is replaced
+    atomically (``write_private``); one that is not private or not valid is
+    refused (CredentialsError) and left as it is, never overwritten."""
+    path = Path(os.path.realpath(path))  # a symlinked file stays a symlink
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        dirfd = os.open(path.parent, _DIR_FLAGS)
+    except OSError as e:
+        raise CredentialsError(f"{path}: cannot write it: {e.strerror or e}") from None
+    try:
+        # two `ikictl keys set` at once must not lose one of the two keys
+        fcntl.flock(dirfd, fcntl.LOCK_EX)
+        raw = _read_private(path)
+        data: dict[str, str] = {}
+        if raw is not None:
+            _parse(path, raw)  # the same checks as the daemon's, before any change
+            text = raw.decode("utf-8")
+            if text.strip():  # the loader's rule: a blank file is no keys
+                data = json.loads(text)
+        removed = [name for name in remove if name in data]
+        for name in removed:
+            del data[name]
+        data.update(put or {})
+        text = json.dumps(data, indent=2) + "\n"
+        try:
+            write_private(path, text.encode(), dirfd=dirfd)
+        except OSError as e:
+            raise CredentialsError(f"{path}: cannot write it: {e.strerror or e}") from None
+        return removed
+    finally:
+        os.close(dirfd)
+
+
+def write_private(path: Path, data: bytes, *, dirfd: int | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically, mode 0600 from its creation: a
+    temporary file in the same folder (O_EXCL, so never someone else's), fsync,
+    rename over, fsync the folder. A crash leaves the old file or the new one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(tmp, flags, 0o600)
+    try:
+        try:
+            os.fchmod(fd, 0o600)  # the umask may only remove bits; be explicit anyway
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    folder = os.open(path.parent, _DIR_FLAGS) if dirfd is None else dirfd
+    try:
+        os.fsync(folder)  # the rename itself is durable only once the folder is
+    finally:
+        if dirfd is None:
+            os.close(folder)

@@ -18,6 +18,8 @@ Ref = Annotated[str, Meta(max_length=p.MAX_NAME)]
 # the handlers check the lower bound of counts with their own message
 Count = Annotated[int, Meta(le=p.MAX_INT)]
 RowId = Annotated[int, Meta(ge=0, le=p.MAX_INT)]
+# an agent's working directory: an absolute path (PATH_MAX on Linux)
+Folder = Annotated[str, Meta(min_length=1, max_length=4096)]
 
 EXCERPT = 200  # characters of client text an error message may quote
 
@@ -48,6 +50,7 @@ class Create(_P, frozen=True):
     system: str = ""
     prompt: str | None = None
     wait: bool = False
+    cwd: Folder | None = None
 
 
 class ListAgents(_P, frozen=True):
@@ -81,6 +84,7 @@ class Fork(_P, frozen=True):
     name: Ref | None = None
     prompt: str | None = None
     wait: bool = False
+    cwd: Folder | None = None
 
 
 class SetModel(_P, frozen=True):
@@ -118,7 +122,7 @@ class MailSend(_P, frozen=True):
 
 class Inbox(_P, frozen=True):
     agent: Ref
-    unread: bool = True
+    unread: bool = False  # True: only mail not yet read
 
 
 PARAMS: dict[str, type[_P]] = {

@@ -37,6 +37,7 @@ class Status(TypedDict):
     agents: AgentCounts
     connections: int
     default_model: str
+    max_line_bytes: int  # a longer request line is refused (error -32004) and the connection closed
 
 
 class Prices(TypedDict):
@@ -84,11 +85,17 @@ class ModelInfo(TypedDict):
 
 class AgentInfo(TypedDict):
     uuid: str
+    # the shortest prefix of uuid (8 characters or more) that names this agent
+    # alone among every agent of the store, dead ones too: what to display
+    short: str
     name: str
     parent: str | None
     provider: str
     model: str
     thinking_level: str
+    can_think: bool  # false: the catalog says the model cannot think (its level is moot)
+    # provider/model/level of a model switch queued behind the running turn
+    next_model: str | None
     system_prompt: str
     status: str  # running | dead
     state: AgentState | None  # None for a dead agent
@@ -96,9 +103,12 @@ class AgentInfo(TypedDict):
     queued: int
     created_at: str
     ended_at: str | None
+    cwd: str | None  # where its tools run; None: the daemon's (agents made before agents had one)
 
 
 class UsageBrief(TypedDict):
+    turns: int  # prompts answered
+    calls: int  # model calls they took (a turn with tools takes several)
     input_tokens: int
     output_tokens: int
     cost_usd: float | None
@@ -111,7 +121,8 @@ class ListedAgent(AgentInfo):
 class UsageTotals(TypedDict):
     provider: str | None
     model: str | None
-    turns: int
+    turns: int  # prompts that made a model call
+    calls: int  # model calls: a turn with tools makes several
     input_tokens: int
     output_tokens: int
     thinking_tokens: int
@@ -152,6 +163,8 @@ class Created(TypedDict):
     agent: AgentInfo
     model: ModelInfo
     turn: str | None
+    # with ``wait`` and a prompt: how the first turn ended
+    outcome: NotRequired["TurnOutcome"]
 
 
 class Queued(TypedDict):

@@ -33,6 +33,7 @@ from agents.tools import (
 )
 from store import Store, display_url
 
+from ._lock import hold_database
 from .api import Api, DaemonInfo
 from .config import Config, build_catalog, load_config, settings_factory, tool_env
 from .control import ControlServer
@@ -173,19 +174,23 @@ class Daemon:
     def request_shutdown(self) -> None:
         self._stopping.set()
 
-    def reload(self) -> None:
+    def reload(self) -> str | None:
+        """Read config and credentials again; None when done, else why it was
+        refused (the running config is kept)."""
         try:
             config, credentials = _load(self.paths, self.env)
+            catalog = build_catalog(config)
         except (ValueError, OSError) as e:
             log.error("reload refused; keeping the running config", reason=str(e))
-            return
-        catalog = build_catalog(config)
+            return str(e)
         self.keys = _keys(config, credentials, self.env)
         assert self.pool is not None and self.sup is not None
-        self.pool.reset(settings_factory(config, credentials, self.env, catalog))
+        # one catalog for everyone who reads it: the pool (wire APIs, pricing of
+        # turns), model texts (through the pool) and the Api (through the pool)
+        self.pool.reset(settings_factory(config, credentials, self.env, catalog), catalog=catalog)
         self.config = config
-        # what a reload changes: keys, provider settings, the default model and the
-        # agents' limits; tools and the database are read at start only
+        # what a reload changes: keys, providers and their settings, the default
+        # model and the agents' limits; tools and the database are read at start only
         self.sup.config.max_tool_turns = config.max_tool_turns
         self.sup.config.max_output_tokens = config.max_output_tokens
         self.sup.config.fallbacks = list(config.fallback_models)
@@ -193,6 +198,7 @@ class Daemon:
         if self.info is not None:
             self.info.default_model = config.default_model
         log.info("config reloaded", config=str(self.paths.config_file))
+        return None
 
     async def run(self, *, task_status: trio.TaskStatus[Daemon] = trio.TASK_STATUS_IGNORED) -> None:
         config, credentials = _load(self.paths, self.env)
@@ -201,8 +207,19 @@ class Daemon:
         self.keys = _keys(config, credentials, self.env)
         settings = settings_factory(config, credentials, self.env, catalog)
         url = self.env.get("IKIGAI_DB_URL") or config.database_url or self.paths.db_url
-        store = await trio.to_thread.run_sync(Store, url)
-        listener = activated_socket() or bind_socket(self.paths.socket)
+        # one daemon per database: locked before the store touches a row
+        db_lock = await trio.to_thread.run_sync(hold_database, url, self.paths.socket)
+        try:
+            store = await trio.to_thread.run_sync(Store, url)
+        except BaseException:
+            db_lock.release()
+            raise
+        try:
+            listener = activated_socket() or bind_socket(self.paths.socket)
+        except BaseException:
+            store.close()
+            db_lock.release()
+            raise
         try:
             self.pool = ProviderPool(catalog=catalog, settings=settings)
             # tools never see a key: not in their environment, not through the file tools
@@ -229,6 +246,7 @@ class Daemon:
                     shutdown=self.request_shutdown,
                     reload=self.reload,
                     settings=lambda name: self.pool._settings(name),  # type: ignore[union-attr]
+                    max_line_bytes=config.max_line_bytes,
                 )
                 api = Api(self.sup, catalog, info)
                 self.server = ControlServer(api.handlers(), max_line=config.max_line_bytes)
@@ -261,6 +279,9 @@ class Daemon:
             with contextlib.suppress(OSError):
                 if stat.S_ISSOCK(self.paths.socket.lstat().st_mode):
                     self.paths.socket.unlink()
+            with trio.CancelScope(shield=True):
+                # last: once the store is closed and the socket gone, the next daemon may start
+                await trio.to_thread.run_sync(db_lock.release)
             log.info("ikigaid stopped")
 
     async def _signals(

@@ -45,14 +45,25 @@ def answers(sock: str) -> bool:
         s.close()
 
 
-def start_daemon(sock: str, *, quiet: bool = True, wait: float = AUTOSTART_WAIT) -> int:
-    """Start ``ikigaid run`` in the background (its own session, the same
-    environment) and wait until its socket answers; the child's pid."""
+def start_daemon(
+    sock: str, *, quiet: bool = True, wait: float = AUTOSTART_WAIT, announce: bool = True
+) -> int:
+    """Start ``ikigaid run`` in the background (its own session, this process's
+    environment) and wait until its socket answers; the child's pid.
+
+    ``announce``: say so on stderr (an autostart must not be invisible; `ikictl
+    daemon start` prints its own line). ``quiet`` is kept for callers: the
+    child's output always goes to ikigaid.out."""
+    from daemon.paths import LOG_FILE
+
     env = _env_for(sock)
     logs = log_dir(env)
     logs.mkdir(parents=True, exist_ok=True)
     out_file = logs / "ikigaid.out"
-    with open(out_file, "ab") as out:
+    fd = os.open(out_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    # what this start appends is its own output: read only that on a failure
+    start_size = os.fstat(fd).st_size
+    with os.fdopen(fd, "ab") as out:
         child = subprocess.Popen(
             [sys.executable, "-m", "daemon", "run"],
             stdin=subprocess.DEVNULL,
@@ -65,16 +76,47 @@ def start_daemon(sock: str, *, quiet: bool = True, wait: float = AUTOSTART_WAIT)
     deadline = time.monotonic() + wait
     while True:
         if answers(sock):
+            if announce:
+                print(f"started ikigaid (pid {child.pid}; log {logs / LOG_FILE})", file=sys.stderr)
             return child.pid
         code = child.poll()
         if code is not None:
             raise DaemonUnreachable(
-                f"started ikigaid but it exited with status {code} before its socket answered; "
-                f"see {out_file} and `ikictl daemon logs`"
+                f"started ikigaid but it exited with status {code} before its socket answered"
+                f"{_reason(out_file, start_size)}\n"
+                f"(its output: {out_file}; more in `ikictl daemon logs`)"
             )
         if time.monotonic() > deadline:
             raise DaemonUnreachable(
-                f"started ikigaid but its socket did not answer within {wait:g} s; "
-                "see `ikictl daemon logs`"
+                f"started ikigaid (pid {child.pid}) but its socket did not answer within "
+                f"{wait:g} s{_reason(out_file, start_size)}\n"
+                f"(its output: {out_file}; more in `ikictl daemon logs`)"
             )
         time.sleep(0.03)
+
+
+REASON_LINES = 20
+REASON_BYTES = 4096
+# the child's output is shown on the terminal: no escape sequence of it may act there
+_UNPRINTABLE = dict.fromkeys([*range(0x20), 0x7F, *range(0x80, 0xA0)], "?")
+del _UNPRINTABLE[0x09]
+
+
+def _reason(out_file: Path, start: int) -> str:
+    """The last lines this start appended to ikigaid.out (the daemon prints
+    why it refuses to start there: the config field, the chmod to run),
+    bounded; '' when it printed nothing."""
+    try:
+        with open(out_file, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            at = max(start, size - REASON_BYTES)
+            f.seek(at)
+            tail = f.read(REASON_BYTES)
+    except OSError:
+        return ""
+    if at > start:  # cut inside a line: drop its end
+        tail = tail.partition(b"\n")[2]
+    text = tail.decode("utf-8", "replace")
+    lines = [ln.rstrip().translate(_UNPRINTABLE) for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln.strip()][-REASON_LINES:]
+    return ":\n" + "\n".join(f"  {ln}" for ln in lines) if lines else ""

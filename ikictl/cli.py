@@ -31,6 +31,7 @@ from ikictl._errors import (
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import NoReturn
 
 EPILOG = """\
 AGENT is a uuid, a unique prefix of one, or a name. PROMPT `-` reads stdin.
@@ -59,7 +60,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mail": ("send mail between agents, read an inbox", ""),
     "models": ("list the models (from the daemon, or the local catalog)", "commands:cmd_models"),
     "status": ("is the daemon running? version, uptime, agents", "commands:cmd_status"),
-    "daemon": ("start, stop the daemon or read its log", ""),
+    "daemon": ("start, stop, restart or reload the daemon, or read its log", ""),
+    "keys": ("set, remove or list the providers' API keys (never shown)", "keys:cmd_keys"),
     "chat": ("an interactive REPL on an agent, with slash commands", "repl:cmd_chat"),
     "completion": ("print the bash or zsh completion script", "completion:cmd_completion"),
 }
@@ -118,8 +120,13 @@ def _add_new(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--name", "-n", help="a name to call it by (unique among live agents)")
     p.add_argument("--system", "-s", metavar="TEXT", help="the system prompt")
+    _cwd(p, "the folder its tools run in (default: the current directory)")
     _prompt(p, False)
     _streaming(p)
+
+
+def _cwd(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--cwd", "-C", metavar="DIR", help=help)
 
 
 def _add_send(p: argparse.ArgumentParser) -> None:
@@ -157,6 +164,7 @@ def _add_fork(p: argparse.ArgumentParser) -> None:
         help="fork at this message id of the parent's history (default: its end)",
     )
     p.add_argument("--name", "-n", help="the child's name")
+    _cwd(p, "the folder the child's tools run in (default: the parent's)")
     _prompt(p, False)
     _streaming(p)
 
@@ -313,6 +321,17 @@ def _add_daemon(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> No
         help="seconds to wait for it to end (default 15)",
     )
     stop.set_defaults(func="daemonctl:cmd_stop")
+    restart = sub.add_parser(
+        "restart",
+        parents=[glob],
+        help="stop ikigaid and start it with this shell's environment (and keys)",
+        description="Stop ikigaid (if it runs) and start it with this shell's environment.",
+    )
+    restart.add_argument("--wait", type=float, default=15.0, metavar="S", help="for the stop")
+    restart.set_defaults(func="daemonctl:cmd_restart")
+    sub.add_parser(
+        "reload", parents=[glob], help="re-read config.json and credentials.json (as SIGHUP)"
+    ).set_defaults(func="daemonctl:cmd_reload")
     logs = sub.add_parser(
         "logs",
         parents=[glob],
@@ -331,12 +350,19 @@ def _add_daemon(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> No
     logs.set_defaults(func="daemonctl:cmd_logs")
 
 
+def _add_keys(p: argparse.ArgumentParser) -> None:
+    # one positional ACTION, not sub-commands: the command is parsed intermixed
+    p.add_argument("action", metavar="ACTION", choices=["list", "set", "rm"], help="list|set|rm")
+    p.add_argument("provider", metavar="PROVIDER", nargs="?", help="set: key read without echo")
+
+
 def _add_chat(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "agent", metavar="AGENT", nargs="?", help="the agent to talk to (default: a new one)"
     )
     p.add_argument("--model", "-m", metavar="M/T", help="model of the new agent (without AGENT)")
     p.add_argument("--name", "-n", help="name of the new agent (without AGENT)")
+    _cwd(p, "the folder the new agent's tools run in (default: the current directory)")
     p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
 
 
@@ -453,12 +479,45 @@ def _run(func: str, args: argparse.Namespace) -> int:
     return command(args)
 
 
+def _parse_json_errors(argv: list[str]) -> argparse.Namespace:
+    """``parse`` with argparse's errors raised as UsageError, not printed as text
+    (patched on the class for the call: every sub-parser is built in ``parse``)."""
+
+    def error(self: argparse.ArgumentParser, message: str) -> NoReturn:
+        usage = self.format_usage().strip().removeprefix("usage: ")
+        raise UsageError(f"{message} (usage: {usage})")
+
+    saved = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = error  # type: ignore[method-assign]
+    try:
+        return parse(argv)
+    finally:
+        argparse.ArgumentParser.error = saved  # type: ignore[method-assign]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["--version"]:  # the fast path scripts use to check the install
         sys.stdout.write(f"ikictl {__version__}\n")
         return EXIT_OK
-    args = parse(argv)
+    try:
+        return _main(argv)
+    except Exception as e:
+        # a bug, or an answer shaped like nothing we know: one line, never a traceback
+        # (IKIGAI_DEBUG=1 keeps it, for a bug report)
+        if os.environ.get("IKIGAI_DEBUG", "").strip() not in ("", "0"):
+            import traceback
+
+            traceback.print_exc()
+        quiet = argparse.Namespace(json="--json" in argv)
+        return _say(quiet, EXIT_ERROR, f"internal error: {type(e).__name__}: {e}")
+
+
+def _main(argv: list[str]) -> int:
+    try:
+        args = _parse_json_errors(argv) if "--json" in argv else parse(argv)
+    except UsageError as e:
+        return _say(argparse.Namespace(json=True), EXIT_USAGE, str(e))
     args.json = bool(args.json)
     args.no_autostart = bool(args.no_autostart)
     if not getattr(args, "func", None):
@@ -490,7 +549,7 @@ def _fail(e: Exception, args: argparse.Namespace) -> int:
     from daemon import protocol as p
 
     if not isinstance(e, p.RpcError):
-        raise e
+        raise e  # main turns it into "internal error"
 
     code, message, data = e.code, e.message, e.data
     if code == p.AMBIGUOUS_AGENT:
@@ -505,7 +564,10 @@ def _fail(e: Exception, args: argparse.Namespace) -> int:
     if code in (p.REFUSED, p.INVALID_PARAMS):
         return _say(args, EXIT_USAGE, message, code, data)
     if code == p.TURN_FAILED:
-        return _say(args, EXIT_ERROR, f"the turn ended in error: {message}", code, data)
+        from ikictl.keys import with_key_hint
+
+        text = with_key_hint(f"the turn ended in error: {message}")
+        return _say(args, EXIT_ERROR, text, code, data)
     return _say(args, EXIT_ERROR, f"{message} (error {code})", code, data)
 
 
@@ -526,7 +588,9 @@ def _say(
             err["data"] = data
         print(json.dumps({"error": err}, ensure_ascii=False), file=sys.stderr)
     else:
-        print(f"ikictl: {message}", file=sys.stderr)
+        from ikictl.render import safe
+
+        print(f"ikictl: {safe(message)}", file=sys.stderr)
     return exit_code
 
 

@@ -17,14 +17,44 @@ import sys
 import time
 from collections import deque
 
-from daemon.protocol import RpcError, socket_path
-from ikictl._errors import DaemonUnreachable
+from daemon.protocol import DAEMON_STATUS, LINE_TOO_LONG, RpcError, socket_path
+from ikictl._errors import DaemonUnreachable, UsageError
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Client", "DaemonUnreachable", "RpcError", "connect", "default_socket"]
+__all__ = [
+    "Client",
+    "DaemonUnreachable",
+    "RequestTooLarge",
+    "RpcError",
+    "connect",
+    "default_socket",
+]
+
+# the smallest max_line_bytes the daemon's config accepts: a line this short
+# always fits, and only a longer one costs a question about the limit
+_SMALLEST_LIMIT = 1024
+_WHAT = {
+    "agent.prompt": "the prompt",
+    "agent.create": "the prompt",
+    "agent.fork": "the prompt",
+    "mail.send": "the mail",
+    "agent.set_system": "the system prompt",
+}
+
+
+class RequestTooLarge(UsageError):
+    """A request line longer than the daemon's max_line_bytes (exit code 2)."""
+
+    def __init__(self, method: str, size: int, limit: int | None) -> None:
+        what = _WHAT.get(method, f"the {method} request")
+        of = f"limit {limit:,}" if limit else "over the daemon's limit"
+        super().__init__(
+            f"{what} is too large: {size:,} bytes, {of} (max_line_bytes in config.json)"
+        )
+        self.size, self.limit = size, limit
 
 
 def default_socket(override: str | None = None) -> str:
@@ -39,6 +69,9 @@ class Client:
         self._next_id = 0
         self._responses: dict[int, dict[str, Any]] = {}
         self.notifications: deque[dict[str, Any]] = deque()
+        self.line_limit: int | None = None  # the daemon's max_line_bytes, once it told
+        self._asked_limit = False
+        self._big: tuple[str, int] | None = None  # the last long line sent: method, size
 
     @classmethod
     def open(cls, path: str, timeout: float | None = None) -> Client:
@@ -70,14 +103,66 @@ class Client:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
         if params:
             msg["params"] = {k: v for k, v in params.items() if v is not None}
-        data = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        try:
+            data = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        except UnicodeEncodeError as e:  # a surrogate: argv bytes that were not UTF-8
+            bad = e.object[e.start] if isinstance(e.object, str) else "?"
+            raise UsageError(
+                f"an argument of {method} is not valid UTF-8 (byte 0x{ord(bad) & 0xFF:02x}); "
+                "give text"
+            ) from None
+        if len(data) > _SMALLEST_LIMIT:
+            limit = self._limit()
+            if limit is not None and len(data) > limit:
+                raise RequestTooLarge(method, len(data), limit)
+            self._big = (method, len(data))
         try:
             self.sock.sendall(data)
         except OSError as e:
+            self._last_words()  # the daemon may have closed on a line too long: say so
             raise DaemonUnreachable(
                 f"the daemon closed the connection ({e.strerror or e})"
             ) from None
         return self._next_id
+
+    def _limit(self) -> int | None:
+        """The daemon's line limit, asked once (None: it does not report one)."""
+        if not self._asked_limit:
+            self._asked_limit = True
+            try:
+                status = self.call(DAEMON_STATUS)
+            except RpcError:
+                return None
+            limit = status.get("max_line_bytes") if isinstance(status, dict) else None
+            if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+                self.line_limit = limit
+        return self.line_limit
+
+    def _last_words(self) -> None:
+        """After a failed write: read what the daemon said before it closed
+        (up to 2 s); a refusal of the line too long is raised as such."""
+        deadline = time.monotonic() + 2.0
+        try:
+            while (msg := self.read_message(deadline)) is not None:
+                self._keep(msg)
+        except DaemonUnreachable:
+            return
+
+    def _keep(self, msg: dict[str, Any]) -> None:
+        """File a message read off the socket: a response by its id, a
+        notification in the queue; an error for no request (id null: the
+        daemon refused the connection's line) is raised here."""
+        if "method" in msg:
+            self.notifications.append(msg)
+            return
+        rid = msg.get("id")
+        err = msg.get("error")
+        if rid is None and isinstance(err, dict):
+            code, message = err.get("code", 0), str(err.get("message", ""))
+            if code == LINE_TOO_LONG and self._big is not None:
+                raise RequestTooLarge(*self._big, self.line_limit or _limit_in(message))
+            raise RpcError(code, message, err.get("data"))
+        self._responses[rid] = msg  # type: ignore[index]
 
     def wait(self, rid: int) -> Any:
         """The result of request ``rid``; raises RpcError for an error answer.
@@ -88,10 +173,7 @@ class Client:
             msg = self.read_message()
             if msg is None:  # no deadline was given: only a timeout set on the socket elsewhere
                 continue
-            if "id" in msg and "method" not in msg:
-                self._responses[msg["id"]] = msg
-            else:
-                self.notifications.append(msg)
+            self._keep(msg)
         msg = self._responses.pop(rid)
         err = msg.get("error")
         if err is not None:
@@ -112,7 +194,7 @@ class Client:
                 return None
             if "method" in msg:
                 return msg
-            self._responses[msg["id"]] = msg
+            self._keep(msg)
 
     # ------------------------------------------------------------ framing
 
@@ -147,6 +229,14 @@ class Client:
             if not chunk:
                 raise DaemonUnreachable("the daemon closed the connection")
             self._buf += chunk
+
+
+def _limit_in(message: str) -> int | None:
+    """The limit the daemon names in its refusal ("line longer than N bytes")."""
+    import re
+
+    m = re.search(r"longer than (\d+) bytes", message)
+    return int(m.group(1)) if m else None
 
 
 def _message(line: bytes) -> dict[str, Any]:

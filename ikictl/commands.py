@@ -8,6 +8,7 @@ mapped to exit codes by ``ikictl.cli.main``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from daemon import protocol as p
@@ -44,14 +45,44 @@ def client(args: argparse.Namespace, *, autostart: bool = True) -> Client:
     return connect(args.socket, autostart=autostart and not args.no_autostart)
 
 
+def folder_arg(text: str | None) -> str | None:
+    """--cwd as the daemon needs it: absolute (relative to this shell's folder)."""
+    if text is None:
+        return None
+    return os.path.abspath(os.path.expanduser(text))
+
+
 def prompt_text(value: str | None) -> str | None:
-    """PROMPT as given; ``-`` reads it from stdin."""
+    """PROMPT as given; ``-`` reads it from stdin.
+
+    Text must be UTF-8 and hold no NUL byte (a binary file, not a prompt; the
+    providers and PostgreSQL refuse NUL too); other control characters (tabs,
+    escape sequences of a captured log) are accepted as they are."""
+    if value is None:
+        return None
     if value != "-":
-        return value
-    text = sys.stdin.read()
-    text = text.removesuffix("\n")
+        return _checked(value.encode("utf-8", "surrogateescape"), "the prompt")
+    text = _checked(sys.stdin.buffer.read(), "the prompt on stdin").removesuffix("\n")
     if not text.strip():
         raise UsageError("the prompt read from stdin is empty")
+    return text
+
+
+def _checked(raw: bytes, what: str) -> str:
+    """``raw`` as text, or a UsageError naming the first bad byte and where it is."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(
+            f"{what} is not valid UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start}); "
+            "convert it first (e.g. iconv -t UTF-8) or give text, not a binary file"
+        ) from None
+    nul = text.find("\0")
+    if nul >= 0:
+        raise UsageError(
+            f"{what} contains a NUL byte (at offset {len(text[:nul].encode())}): "
+            "it looks like a binary file; give text"
+        )
     return text
 
 
@@ -63,6 +94,17 @@ def printer(args: argparse.Namespace) -> EventPrinter:
         thinking=not getattr(args, "no_thinking", False),
         json_mode=args.json,
     )
+
+
+def bounded(value: int | None, option: str, low: int) -> None:
+    """Refuse an option the daemon would refuse, in this command's terms (the
+    daemon's message names the protocol's field, not the option)."""
+    if value is None:
+        return
+    if value < low:
+        raise UsageError(f"{option} must be {low} or more")
+    if value > p.MAX_INT:
+        raise UsageError(f"{option} must be at most {p.MAX_INT}")
 
 
 def _out(args: argparse.Namespace, value: object) -> bool:
@@ -103,7 +145,12 @@ def _print_started(res: Queued) -> None:
 def cmd_new(args: argparse.Namespace) -> int:
     text = prompt_text(args.prompt)
     c = client(args)
-    params = {"model": args.model, "name": args.name, "system": args.system}
+    params = {
+        "model": args.model,
+        "name": args.name,
+        "system": args.system,
+        "cwd": folder_arg(args.cwd) or os.getcwd(),
+    }
     res: Created = c.call(p.AGENT_CREATE, params)
     info, model = res["agent"], res["model"]
     if args.json:
@@ -127,9 +174,16 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
+    bounded(args.at, "--at", 0)
     text = prompt_text(args.prompt)
     c = client(args)
-    params = {"agent": args.agent, "model": args.model, "at": args.at, "name": args.name}
+    params = {
+        "agent": args.agent,
+        "model": args.model,
+        "at": args.at,
+        "name": args.name,
+        "cwd": folder_arg(args.cwd),
+    }
     res: Created = c.call(p.AGENT_FORK, params)
     info, model = res["agent"], res["model"]
     if args.json:
@@ -146,15 +200,27 @@ def cmd_fork(args: argparse.Namespace) -> int:
 def cmd_watch(args: argparse.Namespace) -> int:
     from ikictl.stream import EventPrinter, watch
 
+    bounded(args.from_seq, "--from", 1)
     pr = EventPrinter(
         color=render.use_color(), thinking=not args.no_thinking, json_mode=args.json, headers=True
     )
     return watch(client(args), args.agent, pr, from_seq=args.from_seq, until_idle=args.until_idle)
 
 
+def model_text(c: Client, agent: str, text: str) -> str:
+    """``/LEVEL`` (only the thinking level) spelled out with the agent's
+    current provider and model, which the daemon's model syntax needs."""
+    if not text.strip().startswith("/"):
+        return text
+    info: ShownAgent = c.call(p.AGENT_SHOW, {"agent": agent})
+    return f"{info['provider']}/{info['model']}{text.strip()}"
+
+
 def cmd_model(args: argparse.Namespace) -> int:
-    params = {"agent": args.agent, "model": args.model, "queue": args.queue or None}
-    res: ModelInfo = client(args).call(p.AGENT_SET_MODEL, params)
+    c = client(args)
+    model = model_text(c, args.agent, args.model)
+    params = {"agent": args.agent, "model": model, "queue": args.queue or None}
+    res: ModelInfo = c.call(p.AGENT_SET_MODEL, params)
     if not _out(args, res):
         print(f"{args.agent}: {res.get('description')}")
         _model_lines(res)
@@ -212,6 +278,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    bounded(args.limit, "--limit", 1)
+    bounded(args.before, "--before", 0)
     params = {"agent": args.agent, "limit": args.limit, "before": args.before}
     res: History = client(args).call(p.AGENT_HISTORY, params)
     if not _out(args, res):
@@ -302,13 +370,14 @@ def cmd_mail_send(args: argparse.Namespace) -> int:
 
 
 def cmd_mail_inbox(args: argparse.Namespace) -> int:
-    params = {"agent": args.agent, "unread": args.unread or None}
+    # always sent: the protocol's default is unread only, the command's is all mail
+    params = {"agent": args.agent, "unread": bool(args.unread)}
     res: list[Mail] = client(args).call(p.MAIL_INBOX, params)
     if not _out(args, res):
         if not res:
-            print("no mail")
+            print("no unread mail" if args.unread else "no mail")
         for m in res or []:
-            read = "" if m.get("read_at") else " (unread)"
+            read = " (read)" if m.get("read_at") else " (unread)"
             print(
                 f"#{m['id']} from {m.get('from') or '-'}{read}: "
                 f"{render.one_line(m.get('body'), 100)}"
@@ -357,9 +426,8 @@ def cmd_agents_for_completion(args: argparse.Namespace) -> int:
             agents: list[ListedAgent] = c.call(p.AGENT_LIST)
     except Exception:
         return EXIT_OK
-    ids = render.short_ids([a["uuid"] for a in agents])
     for a in agents:
         if a.get("name"):
             print(a["name"])
-        print(ids[a["uuid"]])
+        print(render.short_of(a))
     return EXIT_OK

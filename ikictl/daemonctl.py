@@ -1,4 +1,5 @@
-"""``ikictl daemon start|stop|logs`` (the autostart every command uses is in _autostart.py)."""
+"""``ikictl daemon start|stop|restart|reload|logs`` (the autostart every command
+uses is in _autostart.py)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     except OSError:
         already = False
     if not already:
-        start_daemon(sock, wait=args.wait)
+        start_daemon(sock, wait=args.wait, announce=False)
         with Client.open(sock) as c:
             st = c.call(p.DAEMON_STATUS)
     if args.json:
@@ -60,35 +61,99 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def cmd_stop(args: argparse.Namespace) -> int:
-    sock = default_socket(args.socket)
+def _stop(sock: str, wait: float) -> int | None:
+    """Stop the daemon on ``sock`` and wait until it has ended; its pid (None:
+    none was running). Raises _StopTimeout when it does not end in time."""
     try:
         c = connect(sock, autostart=False)
     except DaemonUnreachable:
-        if args.json:
-            print(json.dumps({"stopped": False, "running": False}))
-        else:
-            print(f"ikigaid is not running (nothing answers at {sock})")
-        return EXIT_OK
+        return None
     with c:
         st: Status = c.call(p.DAEMON_STATUS)
         pid = st.get("pid")
         # it may close the connection before (or instead of) answering
         with contextlib.suppress(DaemonUnreachable):
             c.call(p.DAEMON_SHUTDOWN)
-    deadline = time.monotonic() + args.wait
+    deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
+        # the socket goes away before the process ends: wait for the process
         gone = not _alive(pid) if isinstance(pid, int) else not answers(sock)
         if gone:
-            break
+            return pid if isinstance(pid, int) else 0
         time.sleep(0.05)
-    else:
-        print(f"ikictl: ikigaid (pid {pid}) did not stop within {args.wait:g} s", file=sys.stderr)
+    raise _StopTimeout(f"ikigaid (pid {pid}) did not stop within {wait:g} s")
+
+
+class _StopTimeout(Exception):
+    pass
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    sock = default_socket(args.socket)
+    try:
+        pid = _stop(sock, args.wait)
+    except _StopTimeout as e:
+        print(f"ikictl: {e}", file=sys.stderr)
         return EXIT_ERROR
-    if args.json:
+    if pid is None:
+        if args.json:
+            print(json.dumps({"stopped": False, "running": False}))
+        else:
+            print(f"ikigaid is not running (nothing answers at {sock})")
+    elif args.json:
         print(json.dumps({"stopped": True, "pid": pid}))
     else:
         print(f"ikigaid stopped (pid {pid})")
+    return EXIT_OK
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    """Stop, then start with THIS shell's environment: how a daemon started
+    before `export OPENAI_API_KEY=...` gets the key."""
+    sock = default_socket(args.socket)
+    try:
+        old = _stop(sock, args.wait)
+    except _StopTimeout as e:
+        print(f"ikictl: {e}; not restarted", file=sys.stderr)
+        return EXIT_ERROR
+    start_daemon(sock, announce=False)
+    with Client.open(sock) as c:
+        st: Status = c.call(p.DAEMON_STATUS)
+    pid, where = st.get("pid"), st.get("socket") or sock
+    if args.json:
+        print(json.dumps({"restarted": old is not None, "old_pid": old, "pid": pid}))
+    elif old is None:
+        print(f"ikigaid was not running; started it (pid {pid}), socket {where}")
+    else:
+        print(f"ikigaid restarted (pid {pid}; was {old}), socket {where}")
+    return EXIT_OK
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    """``daemon.reload`` (what SIGHUP does): config and credentials.json read
+    again; the daemon's environment stays the one it started with."""
+    sock = default_socket(args.socket)
+    try:
+        c = connect(sock, autostart=False)
+    except DaemonUnreachable:
+        if args.json:
+            print(json.dumps({"reloaded": False, "running": False}))
+        else:
+            print(f"ikigaid is not running (nothing answers at {sock}); nothing to reload")
+        return EXIT_OK
+    with c:
+        st: Status = c.call(p.DAEMON_STATUS)
+        answer = c.call(p.DAEMON_RELOAD)
+    # today's answer is {"ok": true}; a refused reload may say why in it
+    refused = isinstance(answer, dict) and (answer.get("ok") is False or answer.get("error"))
+    if args.json:
+        print(json.dumps({"reloaded": not refused, "pid": st.get("pid"), "answer": answer}))
+    elif not refused:
+        print(f"ikigaid reloaded its config and credentials.json (pid {st.get('pid')})")
+    if refused:
+        why = answer.get("error") or answer.get("message") or "no reason given"
+        print(f"ikictl: ikigaid refused the reload: {why}", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_OK
 
 

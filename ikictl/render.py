@@ -66,6 +66,34 @@ def ndjson(value: Any, out: TextIO | None = None) -> None:
     out.flush()
 
 
+# ---------------------------------------------------------------- untrusted text
+
+# Text from models, tools and other clients must not drive the terminal: an
+# escape sequence could retitle the window, rewrite what was printed or hide
+# a line behind a carriage return. Every control character but newline and tab
+# is shown as a visible escape instead: C0 and DEL in caret notation (ESC is
+# ``^[``), C1 as ``\x9b``. Only for display: stored text and --json stay as
+# they are. One table, built once: str.translate keeps streaming fast.
+_SAFE: dict[int, str] = {
+    **{c: "^" + chr(c + 64) for c in range(0x20) if c not in (0x09, 0x0A)},
+    0x7F: "^?",
+    **{c: f"\\x{c:02x}" for c in range(0x80, 0xA0)},
+}
+
+
+def safe(text: str) -> str:
+    """``text`` with every control character except \\n and \\t made visible."""
+    return text.translate(_SAFE)
+
+
+_SAFE_LINE = {**_SAFE, 0x09: "^I", 0x0A: "^J"}
+
+
+def safe_line(text: Any) -> str:
+    """``safe`` for text that must stay on one line: newlines and tabs made visible too."""
+    return str(text).translate(_SAFE_LINE)
+
+
 # ---------------------------------------------------------------- small formats
 
 
@@ -74,8 +102,8 @@ def num(n: Any) -> str:
 
 
 def money(x: Any) -> str:
-    if x is None:
-        return "-"
+    if x is None:  # no price known: never shown as $0
+        return "?"
     x = float(x)
     if x == 0:
         return "$0"
@@ -85,30 +113,8 @@ def money(x: Any) -> str:
 
 
 def one_line(text: Any, width: int = 80) -> str:
-    s = " ".join(str(text or "").split())
+    s = safe(" ".join(str(text or "").split()))
     return s if len(s) <= width else s[: width - 1] + "…"
-
-
-def short_ids(uuids: list[str], minimum: int = 8) -> dict[str, str]:
-    """The shortest prefix of each uuid that is unique in this list (at least ``minimum``)."""
-    ordered = sorted(set(uuids))
-    out: dict[str, str] = {}
-    for i, u in enumerate(ordered):
-        need = minimum
-        for other in (
-            ordered[i - 1] if i else None,
-            ordered[i + 1] if i + 1 < len(ordered) else None,
-        ):
-            if other is None:
-                continue
-            common = 0
-            for a, b in zip(u, other, strict=False):
-                if a != b:
-                    break
-                common += 1
-            need = max(need, common + 1)
-        out[u] = u[: min(need, len(u))]
-    return out
 
 
 def label(info: AgentInfo) -> str:
@@ -118,7 +124,25 @@ def label(info: AgentInfo) -> str:
 
 
 def model_of(info: AgentInfo) -> str:
-    return f"{info.get('provider')}/{info.get('model')}"
+    return safe_line(f"{info.get('provider')}/{info.get('model')}")
+
+
+def next_model_of(info: AgentInfo) -> str:
+    """`` -> provider/model/level`` of a queued model switch, or nothing."""
+    after = info.get("next_model")
+    return f" -> {safe_line(after)}" if after else ""
+
+
+def thinking_of(info: AgentInfo) -> str:
+    """The thinking level, or ``-`` for a model the catalog says cannot think."""
+    if info.get("can_think") is False:
+        return "-"
+    return safe_line(info.get("thinking_level") or "-")
+
+
+def short_of(info: AgentInfo) -> str:
+    """The id to display: the daemon's shortest unique prefix (older daemons: the uuid)."""
+    return info.get("short") or info["uuid"]
 
 
 def state_of(info: AgentInfo) -> str:
@@ -129,6 +153,7 @@ def state_of(info: AgentInfo) -> str:
 
 def table(rows: list[list[str]], out: TextIO, right: set[int] | None = None) -> None:
     right = right or set()
+    rows = [[safe_line(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)]
@@ -142,7 +167,6 @@ def agent_tree(agents: list[ListedAgent], out: TextIO, *, mark: str | None = Non
     if not agents:
         out.write("no agents (create one with `ikictl new`)\n")
         return
-    ids = short_ids([a["uuid"] for a in agents])
     by_uuid = {a["uuid"]: a for a in agents}
     children: dict[str | None, list[ListedAgent]] = {}
     for a in agents:
@@ -156,11 +180,11 @@ def agent_tree(agents: list[ListedAgent], out: TextIO, *, mark: str | None = Non
         current = ("* " if a["uuid"] == mark else "  ") if mark else ""
         rows.append(
             [
-                current + branch + ids[a["uuid"]],
-                a.get("name") or "-",
+                current + branch + short_of(a),
+                safe_line(a.get("name") or "-"),
                 state_of(a),
-                model_of(a),
-                a.get("thinking_level") or "-",
+                model_of(a) + next_model_of(a),
+                thinking_of(a),
                 f"{num(usage.get('input_tokens'))}/{num(usage.get('output_tokens'))}",
                 money(usage.get("cost_usd")),
             ]
@@ -180,15 +204,19 @@ def agent_tree(agents: list[ListedAgent], out: TextIO, *, mark: str | None = Non
 
 def show_agent(info: ShownAgent, out: TextIO) -> None:
     usage = info["usage"]
+    after = info.get("next_model")
     lines = [
         ("agent", info["uuid"]),
-        ("name", info.get("name") or "-"),
+        ("short id", short_of(info)),
+        ("name", safe_line(info.get("name") or "-")),
         ("parent", info.get("parent") or "-"),
         ("status", info.get("status")),
         ("state", info.get("state") or "-"),
         ("model", model_of(info)),
-        ("thinking", info.get("thinking_level")),
+        *([("next model", f"{after} (queued behind the running turn)")] if after else []),
+        ("thinking", thinking_of(info)),
         ("system", one_line(info.get("system_prompt")) or "-"),
+        ("cwd", info.get("cwd") or "- (the daemon's)"),
         ("current turn", info.get("current_turn") or "-"),
         ("queued", str(info.get("queued", 0))),
         ("created", info.get("created_at")),
@@ -199,6 +227,7 @@ def show_agent(info: ShownAgent, out: TextIO) -> None:
     lines.append(
         (
             "usage",
+            f"{turns_text(usage)} · "
             f"{num(usage.get('input_tokens'))} in / {num(usage.get('output_tokens'))} out · "
             f"{money(usage.get('cost_usd'))}",
         )
@@ -211,7 +240,17 @@ def show_agent(info: ShownAgent, out: TextIO) -> None:
         if last.get("error"):
             lines.append(("last error", error_text(last["error"])))
     for k, v in lines:
-        out.write(f"{k + ':':<14}{v}\n")
+        out.write(f"{k + ':':<14}{safe_line(v)}\n")
+
+
+def turns_text(usage: Any) -> str:
+    """``N turns`` (and the model calls they took, when the daemon counts them)."""
+    turns = usage.get("turns")
+    text = f"{num(turns)} turn{'' if turns == 1 else 's'}"
+    calls = usage.get("calls")
+    if calls is not None and calls != turns:
+        text += f" ({num(calls)} model call{'' if calls == 1 else 's'})"
+    return text
 
 
 def error_text(err: Any) -> str:
@@ -219,8 +258,8 @@ def error_text(err: Any) -> str:
         where = f"{err['provider']} " if err.get("provider") else ""
         status = f"HTTP {err['http_status']} " if err.get("http_status") else ""
         cat = err.get("category")
-        return f"{where}{status}{cat + ': ' if cat else ''}{err.get('message', '')}"
-    return str(err)
+        return safe(f"{where}{status}{cat + ': ' if cat else ''}{err.get('message', '')}")
+    return safe(str(err))
 
 
 # ---------------------------------------------------------------- history
@@ -238,25 +277,25 @@ def history(
         kind = m.get("kind", "?")
         content = m.get("content") or ""
         data = m.get("data") or {}
-        when = str(m.get("created_at") or "")[11:19]
+        when = safe_line(str(m.get("created_at") or "")[11:19])
         if kind == "assistant":
             bits = [data.get("model") or ""]
             if data.get("thinking_level"):
                 bits.append(data["thinking_level"])
-            detail = "/".join(b for b in bits if b)
+            detail = safe_line("/".join(str(b) for b in bits if b))
             if data.get("thinking") and not full:
                 detail += " +thinking"
             head = f"assistant [{detail}]" if detail else "assistant"
         elif kind in ("mark", "rewind") and content:
-            head = f"{kind} {content}"
+            head = f"{kind} {safe_line(content)}"
             content = ""
         else:
-            head = kind
-        text = content if full else one_line(content, 100)
+            head = safe_line(kind)
+        text = safe(content) if full else one_line(content, 100)
         out.write(f"#{str(m['id']).ljust(width)}  {when}  {style(BOLD, head)}")
         out.write(f"  {text}\n" if text else "\n")
         if full and kind == "assistant" and data.get("thinking"):
-            for line in str(data["thinking"]).splitlines():
+            for line in safe(str(data["thinking"])).splitlines():
                 out.write(f"{'':>{width + 13}}{style(DIM, 'thinking: ' + line)}\n")
 
 
@@ -271,7 +310,7 @@ def usage_report(rep: UsageReport, out: TextIO, *, names: dict[str, str] | None 
     scope = ""
     if rep.get("descendants"):
         scope = f" and its descendants ({n} agent{'s' if n != 1 else ''})"
-    out.write(f"usage of {name}{scope}\n")
+    out.write(f"usage of {safe_line(name)}{scope}\n")
     _usage_table(rep.get("by_model") or [], rep["total"], rep.get("unpriced") or [], out)
 
 
@@ -291,7 +330,7 @@ def _usage_table(
     rows.append(_usage_row("total", total))
     table(rows, out, right={1, 2, 3, 4, 5, 6})
     if unpriced:
-        out.write(f"no price known for: {', '.join(unpriced)} (left out of the cost)\n")
+        out.write(f"no price known for: {safe_line(', '.join(unpriced))} (left out of the cost)\n")
 
 
 def _zero(provider: str | None, model: str | None) -> UsageTotals:
@@ -300,6 +339,7 @@ def _zero(provider: str | None, model: str | None) -> UsageTotals:
         "provider": provider,
         "model": model,
         "turns": 0,
+        "calls": 0,
         "input_tokens": 0,
         "output_tokens": 0,
         "thinking_tokens": 0,
@@ -311,6 +351,7 @@ def _zero(provider: str | None, model: str | None) -> UsageTotals:
 
 def _add(into: UsageTotals, t: UsageTotals) -> None:
     into["turns"] += t["turns"]
+    into["calls"] += t.get("calls", 0)
     into["input_tokens"] += t["input_tokens"]
     into["output_tokens"] += t["output_tokens"]
     into["thinking_tokens"] += t["thinking_tokens"]

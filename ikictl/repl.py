@@ -16,9 +16,9 @@ from pathlib import Path
 
 from daemon import protocol as p
 from ikictl import render
-from ikictl._errors import EXIT_INTERRUPTED, DaemonUnreachable
+from ikictl._errors import EXIT_INTERRUPTED, DaemonUnreachable, UsageError
 from ikictl.client import Client
-from ikictl.commands import client
+from ikictl.commands import client, folder_arg, model_text
 from ikictl.stream import EventPrinter, run_turn
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 HELP = """\
 commands (anything else is a prompt to the current agent):
-  /model NAME/THINKING          switch the model, e.g. /model gpt-4o/none, /model /high
+  /model [MODEL]/THINKING       switch the model, e.g. /model gpt-4o/none; /model /high
+                                changes only the thinking level
   /fork ["prompt"] [--model M/T] [--name N]
                                 fork the current agent and switch to the child
   /kill [AGENT]                 end an agent (default: the current one) and its descendants
@@ -134,6 +135,12 @@ class Chat:
             except EOFError:
                 print()
                 return 0
+            except UnicodeDecodeError as e:
+                self.say(
+                    f"that line is not valid UTF-8 (byte 0x{e.object[e.start]:02x}); not sent",
+                    render.RED,
+                )
+                continue
             except KeyboardInterrupt:
                 print()
                 if self.interrupts:
@@ -152,8 +159,10 @@ class Chat:
                     self.turn(line)
             except _Leave:
                 return 0
+            except UsageError as e:  # the line itself is wrong (too large, not UTF-8)
+                self.say(f"error: {render.safe(str(e))}", render.RED)
             except p.RpcError as e:
-                self.say(f"error: {e.message}", render.RED)
+                self.say(f"error: {render.safe(e.message)}", render.RED)
                 for cand in (
                     (e.data or {}).get("candidates", []) if isinstance(e.data, dict) else []
                 ):
@@ -191,7 +200,8 @@ class Chat:
         if not rest:
             self.say(f"{self.name}: {render.model_of(self.info)}/{self.info.get('thinking_level')}")
             return
-        res: ModelInfo = self.c.call(p.AGENT_SET_MODEL, {"agent": self.uuid, "model": rest[0]})
+        model = model_text(self.c, self.uuid, rest[0])
+        res: ModelInfo = self.c.call(p.AGENT_SET_MODEL, {"agent": self.uuid, "model": model})
         self.say(f"{self.name}: {res.get('description')}")
         for w in res.get("warnings") or []:
             self.say(f"note: {w}")
@@ -330,7 +340,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if args.agent:
         info = c.call(p.AGENT_SHOW, {"agent": args.agent})
     else:
-        res: Created = c.call(p.AGENT_CREATE, {"model": args.model, "name": args.name})
+        res: Created = c.call(
+            p.AGENT_CREATE,
+            {"model": args.model, "name": args.name, "cwd": folder_arg(args.cwd) or os.getcwd()},
+        )
         info = res["agent"]
         print(f"created {render.label(info)} · {res['model'].get('description')}")
     chat = Chat(c, info, thinking=not args.no_thinking)

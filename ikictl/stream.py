@@ -9,14 +9,27 @@ import sys
 from daemon import protocol as p
 from ikictl._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from ikictl.client import Client
-from ikictl.render import CYAN, DIM, RED, YELLOW, Style, error_text, money, ndjson, num, one_line
+from ikictl.render import (
+    CYAN,
+    DIM,
+    RED,
+    YELLOW,
+    Style,
+    error_text,
+    money,
+    ndjson,
+    num,
+    one_line,
+    safe,
+    safe_line,
+)
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any, TextIO
 
-    from daemon.results import History, Queued, ShownAgent, Subscribed
+    from daemon.results import History, HistoryRow, Queued, ShownAgent, Subscribed
 
 
 class EventPrinter:
@@ -62,7 +75,7 @@ class EventPrinter:
     def note(self, text: str, code: str = DIM) -> None:
         """One line of our own between the model's output."""
         self._end_block()
-        self._write(self.style(code, text) + "\n")
+        self._write(self.style(code, safe_line(text)) + "\n")
         self.out.flush()
 
     # ------------------------------------------------------------ events
@@ -109,7 +122,7 @@ class EventPrinter:
             self._end_block()
             self.block = "thinking"
             self._write(self.style(DIM, "thinking: "))
-        self._write(self.style(DIM, text))
+        self._write(self.style(DIM, safe(text)))
 
     def _on_text_delta(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         text = ev.get("text", "")
@@ -117,7 +130,7 @@ class EventPrinter:
         if self.block != "text":
             self._end_block()
             self.block = "text"
-        self._write(text)
+        self._write(safe(text))
 
     def _on_tool_started(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         args = ev.get("arguments") or {}
@@ -206,10 +219,25 @@ class EventPrinter:
             return EXIT_OK
         if status == "error" or ev.get("error"):
             what = error_text(ev.get("error")) if ev.get("error") else ev.get("message") or "error"
-            print(f"ikictl: the turn ended in error: {what}", file=sys.stderr)
+            from ikictl.keys import with_key_hint
+
+            self.fail(with_key_hint(f"the turn ended in error: {what}"), ev)
         elif status == "tool_limit":
-            print("ikictl: the turn stopped at the tool-turn limit", file=sys.stderr)
+            self.fail("the turn stopped at the tool-turn limit", ev)
         return EXIT_ERROR
+
+    def fail(self, message: str, ev: dict[str, Any] | None = None) -> None:
+        """Why the command exits 1, on stderr: a line, or with --json the one
+        error object every ikictl error is (the turn's end event as its data)."""
+        if self.json_mode:
+            import json
+
+            err: dict[str, Any] = {"message": message, "exit": EXIT_ERROR}
+            if ev is not None:
+                err["data"] = ev
+            print(json.dumps({"error": err}, ensure_ascii=False), file=sys.stderr)
+        else:
+            print(f"ikictl: {safe(message)}", file=sys.stderr)
 
 
 def run_turn(
@@ -246,7 +274,7 @@ def run_turn(
     finally:
         _unsubscribe(client, follow.sid)
     if ended is None:
-        printer.note("[the agent ended before the turn did]")
+        printer.fail("the agent ended before the turn did")
         return EXIT_ERROR
     return _finish(ended, printer)
 
@@ -374,29 +402,181 @@ def _unsubscribe(client: Client, sid: int) -> None:
 def watch(
     client: Client, agent: str, printer: EventPrinter, *, from_seq: int | None, until_idle: bool
 ) -> int:
-    """Print an agent's live events until it ends (or, with ``until_idle``, a turn ends)."""
+    """Print an agent's live events until it ends (or, with ``until_idle``, it
+    is idle). With ``from_seq`` the kept events from there are replayed first
+    (and the turns older than the daemon keeps, from history); ``until_idle``
+    then waits for the end of that replay before it looks at the agent."""
     sub: Subscribed = client.call(p.AGENT_SUBSCRIBE, {"agent": agent, "from_seq": from_seq})
     sid = sub["subscription"]
-    if until_idle and from_seq is None:
-        info: ShownAgent = client.call(p.AGENT_SHOW, {"agent": agent})
-        if not info.get("current_turn") and not info.get("queued"):
-            return EXIT_OK
+    end = int(sub.get("next_seq") or 0)  # the replay is every event before this one
+    code = EXIT_OK
+    if from_seq is not None and from_seq < end:
+        backlog, closed = _backlog(client, sid, end)
+        code = _replay(client, printer, backlog)
+        if closed is not None:
+            return _ended(printer, closed)
+    if until_idle and _idle(client, agent):
+        return code
+    for ended, params in _notifications(client, sid):
+        if ended:
+            return _ended(printer, params)
+        printer.event(params)
+        ev = params.get("event") or {}
+        if ev.get("type") == "turn_ended":
+            code = printer.finish(ev, ev.get("cost_usd"))
+            if until_idle and _idle(client, agent):
+                return code
+    return code  # not reached: the notifications only end with the subscription
+
+
+def _idle(client: Client, agent: str) -> bool:
+    info: ShownAgent = client.call(p.AGENT_SHOW, {"agent": agent})
+    return not info.get("current_turn") and not info.get("queued")
+
+
+def _ended(printer: EventPrinter, params: dict[str, Any]) -> int:
+    if not printer.json_mode:
+        printer.note(f"[subscription ended: {params.get('reason')}]")
+    return EXIT_OK
+
+
+def _backlog(
+    client: Client, sid: int, end: int
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The replayed events (seq below ``end``), read whole before any is shown:
+    which turns the daemon still keeps decides what comes from history. The
+    second value is the subscription's end, if it came."""
+    out: list[dict[str, Any]] = []
+    for ended, params in _notifications(client, sid):
+        if ended:
+            return out, params
+        out.append(params)
+        if int(params.get("seq") or 0) >= end - 1:
+            break
+    return out, None
+
+
+def _notifications(client: Client, sid: int) -> Iterator[tuple[bool, dict[str, Any]]]:
+    """(is it the subscription's end, params) of each notification for ``sid``."""
     while True:
         msg = client.next_notification()
         if msg is None:
             continue
         params = msg.get("params") or {}
-        if params.get("subscription") != sid:
-            continue
-        if msg.get("method") == p.SUBSCRIPTION_END:
-            if not printer.json_mode:
-                printer.note(f"[subscription ended: {params.get('reason')}]")
-            return EXIT_OK
-        printer.event(params)
+        if params.get("subscription") == sid:
+            yield msg.get("method") == p.SUBSCRIPTION_END, params
+
+
+def _replay(client: Client, printer: EventPrinter, backlog: list[dict[str, Any]]) -> int:
+    """Print the replay; returns the exit code of its last turn."""
+    code = EXIT_OK
+    skip: str | None = None  # a turn printed from history: only its end comes from the log
+    if backlog and (backlog[0].get("event") or {}).get("type") == "lagged":
+        lag, backlog = backlog[0], backlog[1:]
+        skip = _older_turns(client, printer, lag, backlog)
+    for params in backlog:
         ev = params.get("event") or {}
+        if skip is not None and params.get("turn") == skip and ev.get("type") != "turn_ended":
+            continue
+        printer.event(params)
         if ev.get("type") == "turn_ended":
-            code = printer.finish(ev, None)
-            if until_idle:
-                info = client.call(p.AGENT_SHOW, {"agent": agent})
-                if not info.get("queued"):
-                    return code
+            code = printer.finish(ev, ev.get("cost_usd"))
+    return code
+
+
+def _older_turns(
+    client: Client, printer: EventPrinter, lag: dict[str, Any], kept: list[dict[str, Any]]
+) -> str | None:
+    """The turns whose events the daemon no longer keeps, printed from history.
+
+    The first kept turn may have lost its start: when its end is kept, it is
+    printed from history too and its id returned (its kept events but the end
+    are then skipped; the end carries its cost)."""
+    agent = str(lag.get("agent") or "")
+    started = [q.get("turn") for q in kept if (q.get("event") or {}).get("type") == "turn_started"]
+    ended = {q.get("turn") for q in kept if (q.get("event") or {}).get("type") == "turn_ended"}
+    # a queued notice carries the turn it queued, which starts later: not a cut turn
+    first = next(
+        (
+            q.get("turn")
+            for q in kept
+            if q.get("turn") and (q.get("event") or {}).get("type") != "queued"
+        ),
+        None,
+    )
+    stop = set(started)
+    partial = first if first is not None and first not in stop else None
+    if partial is not None and partial not in ended:
+        stop.add(partial)  # still running: what the log keeps of it is all there is
+        partial = None
+    hist: History = client.call(p.AGENT_HISTORY, {"agent": agent})
+    turns = _history_turns([r for r in hist["messages"] if r.get("agent") == agent])
+    oldest = (lag.get("event") or {}).get("oldest_kept")
+    if not printer.json_mode:
+        printer.note(f"[events before seq {oldest} are no longer kept: older turns from history]")
+    for turn, user, rows in turns:
+        if turn in stop:
+            break
+        _history_turn(printer, agent, turn, user, rows, last=turn != partial)
+    return partial
+
+
+def _history_turns(
+    rows: list[HistoryRow],
+) -> list[tuple[str, HistoryRow, list[HistoryRow]]]:
+    """(turn id, its prompt row, the rows after it) for each turn in ``rows``."""
+    out: list[tuple[str, HistoryRow, list[HistoryRow]]] = []
+    for r in rows:
+        turn = (r.get("data") or {}).get("turn") if r.get("kind") == "user" else None
+        if isinstance(turn, str):
+            out.append((turn, r, []))
+        elif out:
+            out[-1][2].append(r)
+    return out
+
+
+def _history_turn(
+    printer: EventPrinter,
+    agent: str,
+    turn: str,
+    user: HistoryRow,
+    rows: list[HistoryRow],
+    *,
+    last: bool,
+) -> None:
+    """One stored turn as the events it once was (marked ``from_history``);
+    ``last``: with its end, else the log's own end follows."""
+    answers = [r for r in rows if r.get("kind") == "assistant"]
+    first = (answers[0].get("data") or {}) if answers else {}
+
+    def emit(event: dict[str, Any]) -> None:
+        printer.event({"agent": agent, "turn": turn, "from_history": True, "event": event})
+
+    emit(
+        {
+            "type": "turn_started",
+            "prompt": user.get("content") or "",
+            "provider": first.get("provider"),
+            "model": first.get("model"),
+            "thinking_level": first.get("thinking_level"),
+        }
+    )
+    usage: dict[str, int] = {}
+    for r in answers:
+        data = r.get("data") or {}
+        if data.get("thinking"):
+            emit({"type": "thinking_delta", "index": 0, "text": str(data["thinking"])})
+        if r.get("content"):
+            emit({"type": "text_delta", "index": 1, "text": str(r["content"])})
+        for k, v in (data.get("usage") or {}).items():
+            if isinstance(v, int):
+                usage[k] = usage.get(k, 0) + v
+    emit({"type": "done", "usage": usage})
+    if not last:
+        return
+    cut = any(r.get("kind") == "interrupted" for r in rows)
+    status = "interrupted" if cut else "completed" if answers else "ended"
+    emit({"type": "turn_ended", "status": status, "usage": usage, "cost_usd": None})
+    if not printer.json_mode:
+        # history keeps tokens, not the turn's price: the cost stays unknown
+        printer.note(printer.usage_line(f"{status}, from history"))

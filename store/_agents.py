@@ -34,6 +34,7 @@ class AgentsMixin(StoreBase):
         thinking_level: str = "none",
         system_prompt: str = "",
         parent_uuid: str | None = None,
+        cwd: str | None = None,
     ) -> AgentRecord:
         """A new running agent with an empty history. ``parent_uuid`` places it
         in the tree (a spawned child) without inheriting history; see fork()."""
@@ -51,6 +52,7 @@ class AgentsMixin(StoreBase):
                 model=model,
                 thinking_level=thinking_level,
                 system_prompt=system_prompt,
+                cwd=cwd,
             )
             if system_prompt:
                 self._insert(conn, record.uuid, [Prepared("system", system_prompt)])
@@ -208,12 +210,13 @@ class AgentsMixin(StoreBase):
         model: str | None = None,
         thinking_level: str | None = None,
         system_prompt: str | None = None,
+        cwd: str | None = None,
     ) -> AgentRecord:
         """A new running agent that inherits the parent's history up to
         ``at_message_id`` (default: the newest row the parent sees). Nothing is
         copied: one agent row and one ``fork`` row, in one transaction, at a cost
         that does not depend on history length. Model settings and system
-        prompt are the parent's unless given; the name defaults to
+        prompt and working directory are the parent's unless given; the name defaults to
         ``<parent name>-<last 6 characters of the new id>``.
 
         BadForkPoint if ``at_message_id`` is not in the parent's history."""
@@ -237,6 +240,7 @@ class AgentsMixin(StoreBase):
                         f"{at_message_id}: that message {where}"
                     )
                 at = at_message_id
+                _check_fork_point(conn, ranges, at, parent)
             uuid = uuid7()
             record = self._insert_agent(
                 conn,
@@ -250,6 +254,7 @@ class AgentsMixin(StoreBase):
                 if thinking_level is not None
                 else parent.thinking_level,
                 system_prompt=system_prompt if system_prompt is not None else parent.system_prompt,
+                cwd=cwd if cwd is not None else parent.cwd,
             )
             data = {"parent_uuid": parent_uuid, "at_message_id": at}
             text = f"forked from {parent.name} ({parent_uuid}) at message {at}"
@@ -285,6 +290,46 @@ class AgentsMixin(StoreBase):
         except exc.IntegrityError as e:  # a concurrent create took the name
             raise NameTaken(f"the name {name!r} is taken by a live agent") from e
         return AgentRecord(**row)
+
+
+def _check_fork_point(conn: sa.Connection, ranges: Any, at: int, parent: Any) -> None:
+    """A fork must not end its inherited history on tool calls without their
+    results: every API refuses such a history (and the child's first turn
+    would start inside the parent's). BadForkPoint names the points near it
+    that are valid."""
+    m = messages.c
+    cond = _replay.range_cond(ranges)
+    row = conn.execute(sa.select(m.kind, m.message_json).where(m.id == at)).one()
+    calls_at: int | None = at
+    if row.kind == "tool_call":  # one of the rows that follow its assistant row
+        calls_at = conn.execute(
+            sa.select(sa.func.max(m.id)).where(cond, m.id < at, m.kind == "assistant")
+        ).scalar()
+    elif not (
+        row.kind == "assistant"
+        and row.message_json
+        and _replay.decode_message(row.message_json).tool_calls
+    ):
+        return
+    after = conn.execute(
+        sa.select(m.id, m.kind)
+        .where(cond, m.id > at, m.kind != "tool_call")
+        .order_by(m.id)
+        .limit(1)
+    ).first()
+    before = conn.execute(
+        sa.select(sa.func.max(m.id)).where(cond, m.id < (calls_at if calls_at is not None else at))
+    ).scalar()
+    options = []
+    if after is not None and after.kind == "tool_result":
+        options.append(f"at {after.id} (with the results)")
+    if before is not None:
+        options.append(f"at {before} (before the calls)")
+    hint = f": fork {' or '.join(options)}" if options else ""
+    raise BadForkPoint(
+        f"cannot fork agent {parent.name} ({parent.uuid}) at message {at}: it holds tool calls, "
+        f"and a history cannot end on calls without their results{hint}"
+    )
 
 
 def subtree(uuid: str) -> sa.CTE:

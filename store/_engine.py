@@ -65,6 +65,30 @@ def is_memory_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
+def sqlite_file(url: str | URL) -> Path | None:
+    """The file of a SQLite database URL; None for PostgreSQL, memory and ``file:`` URIs."""
+    try:
+        u = make_url(normalize_url(url) if isinstance(url, str) else url)
+    except exc.ArgumentError:
+        return None
+    if u.get_backend_name() != "sqlite" or is_memory_sqlite(u) or u.database is None:
+        return None
+    if u.database.startswith("file:"):
+        return None
+    return Path(u.database).expanduser()
+
+
+def _create_private(path: Path) -> None:
+    """Create a missing database file 0600 ourselves: SQLite would make it 0644
+    (umask 022), and it gives its -wal and -shm files the main file's mode.
+    An existing file is left as it is (the daemon warns when others can read it)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return  # it exists, or SQLite will report why it cannot be opened
+    os.close(fd)
+
+
 def make_engine(
     url: str,
     *,
@@ -116,6 +140,7 @@ def _sqlite_engine(u: URL, *, foreign_keys: bool, synchronous: Synchronous, echo
                 f"cannot open SQLite database {u.database}: "
                 f"cannot create folder {folder}: {e.strerror}"
             ) from None
+        _create_private(path)
     kwargs: dict[str, Any] = {}
     if memory:
         # one connection shared by every thread, or each would see its own empty database

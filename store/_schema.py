@@ -79,6 +79,8 @@ agents = sa.Table(
     # the user row of the turn that is running; NULL when idle. A daemon killed
     # mid-turn leaves it set, and the next start marks that turn interrupted.
     sa.Column("turn_start", RowId, nullable=True),
+    # where its tools run; NULL (agents from before 0003): the daemon's own
+    sa.Column("cwd", sa.Text(), nullable=True),
     sa.Index("ix_agents_parent_uuid", "parent_uuid"),
     # a name is unique among live agents; dead ones keep theirs
     sa.Index(

@@ -48,6 +48,7 @@ class AgentRecord(msgspec.Struct, frozen=True, kw_only=True):
     status: str  # "running" | "dead"
     created_at: datetime
     ended_at: datetime | None
+    cwd: str | None = None  # where its tools run; None: the daemon's own
 
     @property
     def alive(self) -> bool:
@@ -89,14 +90,15 @@ class UsageTotals(msgspec.Struct, frozen=True, kw_only=True):
 
     provider: str | None
     model: str | None
-    turns: int = 0  # assistant messages
+    turns: int = 0  # prompts that made a model call (one per turn, see calls)
+    calls: int = 0  # model calls (assistant messages): a turn with tools makes several
     input_tokens: int = 0
     output_tokens: int = 0
     thinking_tokens: int = 0
     cached_tokens: int = 0
     cache_write_tokens: int = 0
-    # US dollars from the catalog's prices; None when the model has no price
-    # (in the grand total: the sum of what is priced, see UsageReport.unpriced)
+    # US dollars from the catalog's prices; None when unknown: the model has no
+    # price (in the grand total: any of them has none, see UsageReport.unpriced)
     cost_usd: float | None = None
 
 
@@ -104,7 +106,7 @@ class UsageReport(msgspec.Struct, frozen=True, kw_only=True):
     agent_uuid: str
     descendants: bool  # totals include every descendant of the agent
     agents: int  # how many agents the totals cover
-    by_model: list[UsageTotals]  # one per (provider, model as reported), most expensive first
+    by_model: list[UsageTotals]  # one per (provider, model requested), most expensive first
     total: UsageTotals
     unpriced: list[str]  # "provider/model" with tokens but no price in the catalog
 

@@ -21,7 +21,15 @@ ALLOWED = {
 }
 # ikictl must start fast: of the daemon it may import the protocol and, on its
 # rare paths, the paths, the version, the result types and the catalog rows
-IKICTL_MAY_USE = {"daemon", "daemon.protocol", "daemon._version", "daemon.paths", "daemon.results", "daemon.rows"}
+IKICTL_MAY_USE = {
+    "daemon",
+    "daemon.protocol",
+    "daemon._version",
+    "daemon.paths",
+    "daemon.results",
+    "daemon.rows",
+    "daemon.credentials",  # `keys set` writes the file the daemon reads: one writer, one reader
+}
 
 
 def modules(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:

@@ -19,6 +19,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
+import msgspec
 import structlog
 import trio
 
@@ -158,11 +159,7 @@ class ToolRegistry:
                 is_error=True,
             )
         if call.raw_arguments is not None:
-            return ToolOutput(
-                f"the arguments for tool {call.name!r} must be a JSON object; got: "
-                f"{clip(call.raw_arguments, _RAW_QUOTE_LIMIT)!r}",
-                is_error=True,
-            )
+            return ToolOutput(_raw_arguments_error(call.name, call.raw_arguments), is_error=True)
         args = call.arguments
         try:
             problems = validate(spec.parameters, args)
@@ -188,6 +185,22 @@ class ToolRegistry:
                 f"tool {spec.name} timed out after {seconds(spec.timeout)} s", is_error=True
             )
         return output
+
+
+def _raw_arguments_error(name: str, raw: str) -> str:
+    """Why a call whose arguments are not a JSON object was not run. Text that
+    does not parse at all is almost always a reply cut off by the output limit
+    in the middle of the call: saying so lets the model retry with less."""
+    quoted = clip(raw, _RAW_QUOTE_LIMIT)
+    try:
+        msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return (
+            f"the arguments for tool {name!r} were cut off by the output limit "
+            "(max_output_tokens) before they were complete JSON, so the call was not run; "
+            f"send it again with shorter arguments (or split the work); got: {quoted!r}"
+        )
+    return f"the arguments for tool {name!r} must be a JSON object; got: {quoted!r}"
 
 
 def _as_output(result: object, name: str) -> ToolOutput:

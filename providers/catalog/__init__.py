@@ -55,6 +55,7 @@ class Catalog:
         self._names: dict[str, ModelEntry] = {}  # "provider/name" -> entry
         self._bare: dict[str, ModelEntry] = {}  # name -> entry of the first provider that has it
         self.sources: dict[str, str] = {}
+        self._added: list[ModelEntry] = []  # models the config names (add_model)
         for origin, f in files:
             for p in f.providers:
                 if p.name in self.providers:
@@ -85,6 +86,34 @@ class Catalog:
     def add_provider(self, entry: ProviderEntry) -> None:
         """Add or replace a provider (custom OpenAI-compatible ones come from config)."""
         self.providers[entry.name] = entry
+
+    def add_model(self, provider: str, model: str) -> None:
+        """A model the config names for a provider the catalog has no entry for
+        (a custom provider's default_model): listed by models_of, found by
+        lookup, with the provider's conservative default limits and no price."""
+        if self.lookup(provider, model) is not None:
+            return
+        entry, _ = self.entry_or_default(provider, model)
+        self._names[f"{provider}/{model}"] = entry
+        self._added.append(entry)
+
+    def pin_api(self, provider: str, api: WireApi) -> None:
+        """Every model of ``provider`` goes through ``api`` (a config pin): it
+        wins over each model's own choice, so the models lose theirs."""
+        p = self.providers[provider]
+        dm = p.default_model
+        if dm is not None and dm.api is not None:
+            dm = msgspec.structs.replace(dm, api=None)
+        self.providers[provider] = msgspec.structs.replace(p, api=api, default_model=dm)
+        new: dict[int, ModelEntry] = {}
+        for key, m in self.models.items():
+            if m.provider == provider and m.api is not None:
+                new[id(m)] = self.models[key] = msgspec.structs.replace(m, api=None)
+        # the name maps hold the same entry objects: swap them there too
+        for names in (self._names, self._bare):
+            for key, m in names.items():
+                if id(m) in new:
+                    names[key] = new[id(m)]
 
     def infer_provider(self, model: str) -> str | None:
         """The provider a bare model name belongs to, or None if nothing claims it.
@@ -130,7 +159,8 @@ class Catalog:
         return self.providers[provider].api
 
     def models_of(self, provider: str | None = None) -> list[ModelEntry]:
-        return [m for m in self.models.values() if provider is None or m.provider == provider]
+        every = [*self.models.values(), *self._added]
+        return [m for m in every if provider is None or m.provider == provider]
 
 
 def _decode(path: Path) -> CatalogFile:

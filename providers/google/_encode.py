@@ -155,7 +155,9 @@ def encode_contents(messages: list[Message], *, provider: str, model: str) -> li
                 parts.append(part)
             elif isinstance(b, ToolCallBlock):
                 native = _native_call(b, native_message, provider)
-                fc: dict[str, Any] = {"name": b.name, "args": b.arguments}
+                # arguments that were not a JSON object (cut off) go back as {}
+                args = b.arguments if b.raw_arguments is None else {}
+                fc: dict[str, Any] = {"name": b.name, "args": args}
                 wire_id = calls.wire_ids.get(b.id)
                 if wire_id:
                     fc["id"] = wire_id

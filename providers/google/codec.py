@@ -157,7 +157,8 @@ class GeminiCodec:
             if mapping.budget is not None:
                 thinking["thinkingBudget"] = mapping.budget
             elif mapping.level_name is not None:
-                thinking["thinkingLevel"] = mapping.level_name
+                # the API's ThinkingLevel enum: MINIMAL, LOW, MEDIUM, HIGH
+                thinking["thinkingLevel"] = mapping.level_name.upper()
             if mapping.enabled and request.thinking.include_summary:
                 thinking["includeThoughts"] = True
         if thinking:

@@ -43,9 +43,12 @@ def json_bytes(body: dict[str, Any]) -> bytes:
 
 
 def tool_arguments(block: ToolCallBlock) -> str:
-    """The call's argument text as the model wrote it (raw when it was not an object)."""
+    """The call's arguments as JSON text: ``{}`` when the model's were not a JSON
+    object (``raw_arguments``; most often cut off by the output limit). Servers
+    answer 400 or 500 to invalid JSON sent back, and would on every retry; the
+    raw text stays in history and the call's error result quotes it."""
     if block.raw_arguments is not None:
-        return block.raw_arguments
+        return "{}"
     return _encode(block.arguments).decode()
 
 
@@ -242,10 +245,15 @@ class OpenAICodec(ABC):
                     parts.append({"type": "image_url", "image_url": {"url": url}})
         if not parts:
             return
+        content: str | list[dict[str, Any]] = parts
         if len(parts) == 1 and parts[0]["type"] in ("text", "input_text"):
-            out.append({"role": "user", "content": parts[0]["text"]})
+            content = parts[0]["text"]
+        if responses:
+            # every Responses input item names its type: llama-server refuses one
+            # without ("Cannot determine type of 'item'")
+            out.append({"type": "message", "role": "user", "content": content})
         else:
-            out.append({"role": "user", "content": parts})
+            out.append({"role": "user", "content": content})
 
     def _answer(self, body: bytes) -> dict[str, Any]:
         """A whole JSON answer as a dict ({} for any other JSON value). Raises

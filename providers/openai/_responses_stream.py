@@ -2,11 +2,16 @@
 StreamEvents; a whole answer is read as the stream's last event (see
 ResponsesCodec).
 
-Stream events are keyed by ``output_index`` (some servers rotate item ids
-between the events of one item); each output item that carries something the
-project models (reasoning, message text, function call) is a canonical block,
-numbered when it first shows content. Server-side tools (web search, code
-interpreter, MCP, shell...) and unknown events are skipped.
+An event finds its output item by ``output_index`` first (some servers rotate
+item ids between the events of one item), then by any id it names (the
+item's own ``id`` or ``call_id``, the event's ``item_id``: llama-server sends
+no ``output_index`` and no top-level ``item_id`` on output_item events), then
+by order of appearance (an event that names nothing belongs to the latest
+item of its kind; an ``output_item.done`` naming nothing known, to the oldest
+unfinished one). Each output item that carries something the project models
+(reasoning, message text, function call) is a canonical block, numbered when
+it first shows content. Server-side tools (web search, code interpreter, MCP,
+shell...) and unknown events are skipped.
 """
 
 from __future__ import annotations
@@ -79,9 +84,11 @@ class ResponsesStreamDecoder(FramedDecoder):
     """Responses SSE bytes (any chunking) -> StreamEvents."""
 
     __slots__ = (
+        "_at",
         "_calls",
         "_items",
         "_model",
+        "_named",
         "_started",
         "malformed",
     )
@@ -92,7 +99,9 @@ class ResponsesStreamDecoder(FramedDecoder):
         super().__init__(provider)
         self._model = model
         self._started = False
-        self._items: dict[Any, _Item] = {}
+        self._items: list[_Item] = []  # in order of appearance
+        self._at: dict[Any, _Item] = {}  # by output_index
+        self._named: dict[str, _Item] = {}  # by item id, call id or event item_id
         self._calls = 0
         self.malformed = 0  # payloads that were not JSON events (skipped)
 
@@ -162,7 +171,7 @@ class ResponsesStreamDecoder(FramedDecoder):
             self._added(ev, out)
         elif kind == "response.output_item.done":
             if isinstance(ev.item, dict):
-                self._item_done(self._key(ev), ev.item, out)
+                self._item_done(ev, ev.item, out)
         elif kind == "response.completed" or kind == "response.incomplete":
             self._complete(ev.response, out)
         elif kind == "response.failed":
@@ -183,27 +192,78 @@ class ResponsesStreamDecoder(FramedDecoder):
             self._model = resp.model
         out.append(StartEvent(model=self._model, provider_data={"id": rid} if rid else None))
 
-    def _key(self, ev: WireEvent) -> Any:
-        key = ev.output_index if ev.output_index is not None else ev.item_id
-        # a list or object names no item: such events share the slot of no key
-        return None if isinstance(key, list | dict) else key
-
     def _item(self, ev: WireEvent, kind: str) -> _Item:
-        key = self._key(ev)
-        it = self._items.get(key)
+        """The item a delta event extends (made if new): by output_index, else
+        by item_id, else the latest item when it is of ``kind``."""
+        index = ev.output_index
+        if index is not None:
+            if index.__class__ is list or index.__class__ is dict:
+                index = None  # a list or object names no item
+            else:
+                it = self._at.get(index)
+                if it is not None:
+                    return it
+        name = ev.item_id
+        if name.__class__ is not str:
+            name = None
+        elif (it := self._named.get(name)) is not None:
+            if index is not None:
+                self._at[index] = it
+            return it
+        if index is None and name is None and self._items:
+            it = self._items[-1]
+            if it.kind == kind and not it.done:
+                return it
+        return self._new(kind, index, (name,))
+
+    def _new(self, kind: str, index: Any, names: tuple[str | None, ...]) -> _Item:
+        it = _Item(kind)
+        self._items.append(it)
+        if index is not None:
+            self._at[index] = it
+        for name in names:
+            if name is not None:
+                self._named.setdefault(name, it)
+        return it
+
+    def _find(self, ev: WireEvent | None, item: dict[str, Any], kind: str, *, done: bool) -> _Item:
+        """The item an output_item event is about (made if new). It is named by
+        output_index, the item's ``id`` and ``call_id`` and the event's
+        ``item_id``; every name is remembered for the events that follow. A
+        ``done`` that names no known item is the oldest unfinished one of its
+        kind (a server that sends no output_index). Without an event (the
+        items of a whole answer), each item is its own."""
+        if ev is None:
+            return self._new(kind, None, ())
+        index = ev.output_index
+        if index.__class__ is list or index.__class__ is dict:
+            index = None
+        names = tuple(
+            v if isinstance(v, str) and v else None
+            for v in (item.get("id"), item.get("call_id"), ev.item_id)
+        )
+        it = self._at.get(index) if index is not None else None
         if it is None:
-            it = self._items[key] = _Item(kind)
+            for name in names:
+                if name is not None and (it := self._named.get(name)) is not None:
+                    break
+        if it is None and done and index is None and kind != "skip":
+            it = next((i for i in self._items if i.kind == kind and not i.done), None)
+        if it is None:
+            return self._new(kind, index, names)
+        if index is not None:
+            self._at.setdefault(index, it)
+        for name in names:
+            if name is not None:
+                self._named.setdefault(name, it)
         return it
 
     def _added(self, ev: WireEvent, out: list[StreamEvent]) -> None:
         item = ev.item
         if not isinstance(item, dict):
             return
-        key = self._key(ev)
         kind = _kind(item)
-        it = self._items.get(key)
-        if it is None:
-            it = self._items[key] = _Item(kind)
+        it = self._find(ev, item, kind, done=False)
         if kind == "call":
             self._start_call(it, item, out)
             args = item.get("arguments")
@@ -220,11 +280,11 @@ class ResponsesStreamDecoder(FramedDecoder):
         self._calls += 1
         it.start(self.blocks, out)
 
-    def _item_done(self, key: Any, item: dict[str, Any], out: list[StreamEvent]) -> None:
+    def _item_done(
+        self, ev: WireEvent | None, item: dict[str, Any], out: list[StreamEvent]
+    ) -> None:
         kind = _kind(item)
-        it = self._items.get(key)
-        if it is None:
-            it = self._items[key] = _Item(kind)
+        it = self._find(ev, item, kind, done=True)
         if kind == "skip" or it.done:
             return
         if kind == "call":
@@ -249,13 +309,9 @@ class ResponsesStreamDecoder(FramedDecoder):
             text = ""
             if not it.emitted:
                 text = "\n\n".join(
-                    str(s.get("text") or "")
-                    for s in _parts(item, "summary")
-                    if isinstance(s, dict)
+                    str(s.get("text") or "") for s in _parts(item, "summary") if isinstance(s, dict)
                 ) or "".join(
-                    str(c.get("text") or "")
-                    for c in _parts(item, "content")
-                    if isinstance(c, dict)
+                    str(c.get("text") or "") for c in _parts(item, "content") if isinstance(c, dict)
                 )
             enc = item.get("encrypted_content")
             enc = enc if isinstance(enc, str) and enc else None
@@ -277,10 +333,10 @@ class ResponsesStreamDecoder(FramedDecoder):
             resp = WireResponse(status="completed")
         if self.blocks.count == 0 and isinstance(resp.output, list):
             # a server that sent no item events: take the items from the response
-            for i, item in enumerate(resp.output):
+            for item in resp.output:
                 if isinstance(item, dict):
-                    self._item_done(("output", i), item, out)
-        for it in self._items.values():
+                    self._item_done(None, item, out)
+        for it in self._items:
             if it.kind == "call" and it.started:
                 it.end(out)
         finish: FinishReason

@@ -5,8 +5,8 @@ Mistral, Ollama, llama.cpp, vLLM...), with the service's dialect flags.
 Dialect flags (``ProviderSettings.dialect``, from the catalog):
 
 * ``reasoning_content``: reasoning arrives in ``reasoning_content``. It is read
-  whatever the flag; with ``thinking_toggle`` too (DeepSeek) the reasoning of
-  the assistant messages of the current tool-call loop is sent back.
+  whatever the flag; with ``thinking_toggle`` too (DeepSeek) and thinking on,
+  every assistant message with tool calls sends its reasoning back ("" if none).
 * ``openrouter_reasoning``: OpenRouter's ``reasoning`` request object, and its
   ``reasoning``/``reasoning_details`` deltas (details go back to OpenRouter).
 * ``thinking_toggle``: ``thinking: {type: enabled|disabled}`` plus
@@ -36,7 +36,6 @@ from ..types import (
     TextBlock,
     ThinkingBlock,
     ToolCallBlock,
-    ToolResultBlock,
 )
 from ._chat_stream import ChatStreamDecoder, WireChunk
 from ._common import OpenAICodec, response_schema, tool_arguments
@@ -110,21 +109,23 @@ class ChatCodec(OpenAICodec):
         system = "\n\n".join(b.text for b in request.system if b.text)
         if system:
             out.append({"role": "system", "content": system})
-        # the assistant messages after the last user text are the current tool loop
-        last_user = -1
-        for i, m in enumerate(request.messages):
-            if m.role == "user" and any(not isinstance(b, ToolResultBlock) for b in m.content):
-                last_user = i
-        for i, m in enumerate(request.messages):
+        # DeepSeek in thinking mode: every assistant message that made tool calls
+        # carries its reasoning_content in all later requests ("" when it has
+        # none: another provider's, or thinking was off then), else 400 "The
+        # reasoning_content in the thinking mode must be passed back to the API"
+        reasoning = {"reasoning_content", "thinking_toggle"} <= self._dialect and bool(
+            self.thinking(request).enabled
+        )
+        for m in request.messages:
             if m.role == "assistant":
-                msg = self._assistant(m, current_turn=i > last_user)
+                msg = self._assistant(m, reasoning=reasoning)
                 if msg is not None:
                     out.append(msg)
             else:
                 self._user(m, out)
         return out
 
-    def _assistant(self, m: Message, *, current_turn: bool) -> dict[str, Any] | None:
+    def _assistant(self, m: Message, *, reasoning: bool) -> dict[str, Any] | None:
         text = "".join(b.text for b in m.content if isinstance(b, TextBlock))
         calls = [b for b in m.content if isinstance(b, ToolCallBlock)]
         own = [b for b in m.content if isinstance(b, ThinkingBlock) and b.provider == self.provider]
@@ -132,10 +133,8 @@ class ChatCodec(OpenAICodec):
             return None
         msg: dict[str, Any] = {"role": "assistant", "content": text or None}
         dialect = self._dialect
-        if own and calls and current_turn and {"reasoning_content", "thinking_toggle"} <= dialect:
-            reasoning = "".join(b.text for b in own if not b.redacted)
-            if reasoning:
-                msg["reasoning_content"] = reasoning
+        if calls and reasoning:
+            msg["reasoning_content"] = "".join(b.text for b in own if not b.redacted)
         if own and "openrouter_reasoning" in dialect:
             details = [
                 d

@@ -73,8 +73,11 @@ class ResponsesCodec(OpenAICodec):
         text: list[str] = []
 
         def flush() -> None:
+            # typed, with output_text parts: the shape every server reads as an
+            # assistant message (llama-server refuses a bare role + string)
             if text:
-                items.append({"role": "assistant", "content": "".join(text)})
+                part = {"type": "output_text", "text": "".join(text)}
+                items.append({"type": "message", "role": "assistant", "content": [part]})
                 text.clear()
 
         for b in m.content:

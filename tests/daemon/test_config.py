@@ -251,16 +251,48 @@ def test_custom_provider_needs_base_url_and_api():
     names = ", ".join(default_catalog().providers)
     expected = (
         f"{FILE}: providers.mybox: 'mybox' is not a catalog provider, so it needs base_url "
-        f"and api (chat or responses) to be a custom OpenAI-compatible one (catalog providers: {names})"
+        f"and api (chat, responses, messages, generate_content) to be a custom one "
+        f"(catalog providers: {names})"
     )
     assert bad({"providers": {"mybox": {"base_url": "http://x/v1"}}}) == expected
     assert bad({"providers": {"mybox": {"api": "chat"}}}) == expected
 
 
-def test_custom_provider_speaks_only_openai_apis():
-    assert bad({"providers": {"mybox": {**MYBOX, "api": "messages"}}}) == (
-        f"{FILE}: providers.mybox.api: a custom provider speaks chat or responses, not 'messages'"
+@pytest.mark.parametrize("api", ["chat", "responses", "messages", "generate_content"])
+def test_custom_provider_speaks_every_wire_api(api):
+    # llama.cpp and proxies serve the Anthropic API too
+    config = parse_config(json.dumps({"providers": {"mybox": {**MYBOX, "api": api}}}), FILE)
+    catalog = build_catalog(config)
+    assert catalog.providers["mybox"].api == api
+    assert catalog.providers["mybox"].base_url == "http://gpu.lan:8080/v1"
+    assert catalog.wire_api("mybox", "any-model") == api
+    settings = settings_factory(config, {"mybox": "k-mybox"}, env={})("mybox")
+    assert (settings.api, settings.api_key) == (api, "k-mybox")
+    assert bad({"providers": {"mybox": {**MYBOX, "api": "grpc"}}}) == (
+        f"{FILE}: providers.mybox.api: must be one of chat, responses, messages, "
+        "generate_content, not 'grpc'"
     )
+
+
+@pytest.mark.parametrize("pin", ["chat", "responses"])
+def test_an_api_pin_wins_over_each_models_own(pin):
+    """gpt-5 is "responses" in the catalog, gpt-4o the provider's "chat": a pin
+    sends both (and a model the catalog does not know) through it."""
+    catalog = build_catalog(parse_config(json.dumps({"providers": {"openai": {"api": pin}}})))
+    for model in ("gpt-5", "gpt-4o", "gpt-unknown"):
+        assert catalog.wire_api("openai", model) == pin
+    assert {m.api for m in catalog.models_of("openai")} == {None}  # rows show the provider's
+    assert default_catalog().wire_api("openai", "gpt-5") == "responses"  # shared one untouched
+
+
+def test_a_configured_default_model_is_listed_for_its_provider():
+    config = parse_config(
+        json.dumps({"providers": {"mybox": {**MYBOX, "default_model": "qwen/low"}}}), FILE
+    )
+    catalog = build_catalog(config)
+    assert [(m.provider, m.id) for m in catalog.models_of("mybox")] == [("mybox", "qwen")]
+    assert catalog.lookup("mybox", "qwen") is not None
+    assert default_catalog().models_of("mybox") == []
 
 
 @pytest.mark.parametrize("name", ["mybox", "openai"])

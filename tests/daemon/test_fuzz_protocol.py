@@ -176,6 +176,7 @@ _by_field: dict[str, Any] = {
     "text": _plain,
     "system": _plain,
     "prompt": _plain | st.none(),
+    "cwd": st.sampled_from(["/tmp", "/", "relative", "/no/such/dir", "/etc/passwd", "/tmp/../tmp/"]) | _plain,
 }
 _BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread"}
 

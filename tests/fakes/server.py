@@ -164,6 +164,9 @@ class FakeProvider:
             msg = f"the fake provider speaks no API at {request.method} {request.path}"
             await self._simple(stream, conn, 404, json.dumps({"error": {"message": msg}}).encode())
             return
+        refused = getattr(wire, "reject", None)
+        if fault is None and refused is not None:
+            fault = refused(request)  # what the real server refuses, it refuses here
         try:
             if isinstance(fault, HttpError):
                 body = fault.body

@@ -53,11 +53,13 @@ async def test_invalid_json_in_tool_call_arguments(fault_daemon, tmp_path):
         assert o.status == "completed", (tag, o.ended)
         assert len(o.requests) == 2 and not o.of("error") and not o.of("retry"), tag
         finished = o.of("tool_finished")
-        assert finished[0]["is_error"] is True and "must be a JSON object" in finished[0]["content"], (tag, finished)
+        # text that does not parse was cut off by the output limit (issue 14 item 9)
+        why = "must be a JSON object" if tag == "array" else "cut off by the output limit"
+        assert finished[0]["is_error"] is True and why in finished[0]["content"], (tag, finished)
         assert_history(o, ["user", "assistant", *["tool_call"] * len(finished), "tool_result", "assistant"])
         # the second request carries the error result back to the model, in a form it accepts
         body = o.requests[1].body.decode()
-        assert "must be a JSON object" in body, tag
+        assert why in body, tag
     anth = out["anth"]
     assert [f["is_error"] for f in anth.of("tool_finished")] == [True, False]
     assert "GOOD CONTENT" in anth.of("tool_finished")[1]["content"]

@@ -3,9 +3,12 @@ migrations agree; a database at the wrong revision is refused."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import sqlalchemy as sa
 
+import migrations
 from providers.types import Message, TextBlock
 from store import SchemaDrift, SchemaOutOfDate, Store, display_url, migrate
 from store._schema import metadata
@@ -125,14 +128,16 @@ def test_engine_settings(store: Store) -> None:
 def test_migrate_command_line(empty_db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     """What `ikigaid migrate` runs."""
     shown = display_url(empty_db_url)
+    head = sorted(p.name[:4] for p in (Path(migrations.LOCATION) / "versions").glob("0*.py"))[-1]
+    assert migrate.head_revision() == head
     assert migrate.main(["--url", empty_db_url, "current"]) == 0
-    assert capsys.readouterr().out == f"{shown}: revision none (empty) (head is 0002)\n"
+    assert capsys.readouterr().out == f"{shown}: revision none (empty) (head is {head})\n"
     assert migrate.main(["--url", empty_db_url]) == 0
-    assert capsys.readouterr().out == f"{shown}: revision 0002 (head)\n"
+    assert capsys.readouterr().out == f"{shown}: revision {head} (head)\n"
     assert migrate.main(["--url", empty_db_url, "check"]) == 0
-    assert capsys.readouterr().out == f"{shown}: revision 0002 (head)\n"
+    assert capsys.readouterr().out == f"{shown}: revision {head} (head)\n"
     assert migrate.main(["--url", empty_db_url, "downgrade", "base"]) == 0
-    assert capsys.readouterr().out == f"{shown}: revision none (empty) (head is 0002)\n"
+    assert capsys.readouterr().out == f"{shown}: revision none (empty) (head is {head})\n"
     assert migrate.main(["--url", "postgresql://u:pw@/x?host=/nonexistent-ikigai-dir"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(

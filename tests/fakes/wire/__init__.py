@@ -13,6 +13,8 @@ A wire module defines:
         # the provider's error body for a scripted HTTP error
     def response_headers(reply: Reply, request: RecordedRequest) -> dict[str, str]
         # optional: headers the real API adds (request ids, ...)
+    def reject(request: RecordedRequest) -> HttpError | None
+        # optional: the error the real server answers to a body it refuses
 
 Rendering is pure: the server applies chunking, delays and faults to the bytes.
 """
@@ -21,9 +23,17 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import anthropic, google, openai_chat, openai_responses, raw
+from . import anthropic, google, llamacpp_responses, openai_chat, openai_responses, raw
 
-WIRES: list[ModuleType] = [raw, openai_chat, openai_responses, anthropic, google]
+# llamacpp_responses before openai_responses: its paths end in /responses too
+WIRES: list[ModuleType] = [
+    raw,
+    openai_chat,
+    llamacpp_responses,
+    openai_responses,
+    anthropic,
+    google,
+]
 
 
 def wire_for(method: str, path: str) -> ModuleType | None:

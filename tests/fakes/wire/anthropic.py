@@ -25,6 +25,7 @@ import hashlib
 import json
 from typing import Any
 
+from .. import rules
 from ..recorded import RecordedRequest
 from ..script import HttpError, Reply, ToolCall, split
 
@@ -243,3 +244,8 @@ def render_error(error: HttpError, request: RecordedRequest) -> bytes:
         "request_id": _ident("req_011", "request", request.index, request.body),
     }
     return json.dumps(body).encode()
+
+
+def reject(request: RecordedRequest) -> HttpError | None:
+    """The 400 the real API answers to a body that breaks its rules (tests/fakes/rules.py)."""
+    return rules.refusal(rules.anthropic, request, "invalid_request_error")

@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from .. import rules
 from ..recorded import RecordedRequest
 from ..script import HttpError, Reply, split
 
@@ -224,3 +225,8 @@ def render_error(error: HttpError, request: RecordedRequest) -> bytes:
     if details:
         err["details"] = details
     return json.dumps({"error": err}, indent=2).encode()
+
+
+def reject(request: RecordedRequest) -> HttpError | None:
+    """The 400 the real API answers to a body that breaks its rules (tests/fakes/rules.py)."""
+    return rules.refusal(rules.google, request, "INVALID_ARGUMENT")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .. import rules
 from ..recorded import RecordedRequest
 from ..script import HttpError, Reply, split
 
@@ -184,3 +185,8 @@ def error_body(error: HttpError) -> bytes:
 
 def render_error(error: HttpError, request: RecordedRequest) -> bytes:
     return error_body(error)
+
+
+def reject(request: RecordedRequest) -> HttpError | None:
+    """The 400 the real API answers to a body that breaks its rules (tests/fakes/rules.py)."""
+    return rules.refusal(rules.openai_chat, request, "invalid_request_error")

@@ -17,6 +17,7 @@ import base64
 import json
 from typing import Any
 
+from .. import rules
 from ..recorded import RecordedRequest
 from ..script import HttpError, Reply, split
 from .openai_chat import error_body
@@ -217,3 +218,8 @@ def render_body(reply: Reply, request: RecordedRequest) -> bytes:
 
 def render_error(error: HttpError, request: RecordedRequest) -> bytes:
     return error_body(error)
+
+
+def reject(request: RecordedRequest) -> HttpError | None:
+    """The 400 the real API answers to a body that breaks its rules (tests/fakes/rules.py)."""
+    return rules.refusal(rules.openai_responses, request, "invalid_request_error")

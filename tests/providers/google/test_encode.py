@@ -101,17 +101,17 @@ def test_missing_key_raises_auth():
             "low",
             {"thinkingBudget": 8192, "includeThoughts": True},
         ),
-        ("gemini-3-pro-preview", "none", {"thinkingLevel": "low", "includeThoughts": True}),
-        ("gemini-3-pro-preview", "med", {"thinkingLevel": "high", "includeThoughts": True}),
-        ("gemini-3.1-pro-preview", "med", {"thinkingLevel": "medium", "includeThoughts": True}),
-        ("gemini-3-flash-preview", "none", {"thinkingLevel": "minimal", "includeThoughts": True}),
-        ("gemini-3-flash-preview", "low", {"thinkingLevel": "low", "includeThoughts": True}),
+        ("gemini-3-pro-preview", "none", {"thinkingLevel": "LOW", "includeThoughts": True}),
+        ("gemini-3-pro-preview", "med", {"thinkingLevel": "HIGH", "includeThoughts": True}),
+        ("gemini-3.1-pro-preview", "med", {"thinkingLevel": "MEDIUM", "includeThoughts": True}),
+        ("gemini-3-flash-preview", "none", {"thinkingLevel": "MINIMAL", "includeThoughts": True}),
+        ("gemini-3-flash-preview", "low", {"thinkingLevel": "LOW", "includeThoughts": True}),
         ("gemini-2.0-flash", "none", None),
         ("gemini-2.0-flash", "high", None),
         (
             "gemini-9-ultra",
             "high",
-            {"thinkingLevel": "high", "includeThoughts": True},
+            {"thinkingLevel": "HIGH", "includeThoughts": True},
         ),  # the default profile
     ],
 )
@@ -124,7 +124,7 @@ def test_thinking_summary_can_be_left_out():
     request = hi(
         "gemini-3-pro-preview", thinking=ThinkingConfig(level="high", include_summary=False)
     )
-    assert body(request)["generationConfig"]["thinkingConfig"] == {"thinkingLevel": "high"}
+    assert body(request)["generationConfig"]["thinkingConfig"] == {"thinkingLevel": "HIGH"}
 
 
 def test_max_output_tokens_capped_by_the_catalog():
@@ -177,7 +177,7 @@ def test_system_tools_choice_and_response_schema():
         "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["read"]}},
         "generationConfig": {
             "maxOutputTokens": 1000,
-            "thinkingConfig": {"thinkingLevel": "minimal", "includeThoughts": True},
+            "thinkingConfig": {"thinkingLevel": "MINIMAL", "includeThoughts": True},
             "responseMimeType": "application/json",
             "responseJsonSchema": schema,
         },

@@ -198,7 +198,7 @@ async def test_thoughts_and_text(fake_provider: FakeProvider, gemini):
     assert resp.usage == Usage(input_tokens=20, output_tokens=50, thinking_tokens=30)
     assert fake_provider.requests[0].json["generationConfig"] == {
         "maxOutputTokens": 4096,
-        "thinkingConfig": {"thinkingLevel": "high", "includeThoughts": True},
+        "thinkingConfig": {"thinkingLevel": "HIGH", "includeThoughts": True},
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from providers.openai.chat import ChatCodec
@@ -178,14 +179,18 @@ def test_responses_request_exactly():
         "model": "gpt-5",
         "instructions": "You are terse.\n\nUse tools.",
         "input": [
-            {"role": "user", "content": "Weather in Paris and Rome?"},
+            {"type": "message", "role": "user", "content": "Weather in Paris and Rome?"},
             {
                 "type": "reasoning",
                 "id": "rs_1",
                 "summary": [{"type": "summary_text", "text": "Two cities: two calls."}],
                 "encrypted_content": "gAAAAenc1",
             },
-            {"role": "assistant", "content": "Checking both."},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Checking both."}],
+            },
             {
                 "type": "function_call",
                 "call_id": "call_1",
@@ -241,7 +246,9 @@ def test_responses_sends_reasoning_only_to_its_own_provider_and_only_when_encryp
         ],
     )
     req = Request(model="gpt-5", messages=[unsigned])
-    assert sent(codec, req)["input"] == [{"role": "assistant", "content": "ok"}]
+    assert sent(codec, req)["input"] == [
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}
+    ]
 
 
 @pytest.mark.parametrize(
@@ -277,7 +284,7 @@ def test_no_tools_no_tool_fields_and_plain_non_streamed_body():
     # gpt-4o cannot reason: no reasoning, no encrypted reasoning asked for
     assert sent(ResponsesCodec(openai_settings()), req, stream=False) == {
         "model": "gpt-4o",
-        "input": [{"role": "user", "content": "hi"}],
+        "input": [{"type": "message", "role": "user", "content": "hi"}],
         "max_output_tokens": 4096,
         "store": False,
     }
@@ -309,6 +316,7 @@ def test_images_and_several_text_parts():
     ]
     assert sent(ResponsesCodec(openai_settings()), req)["input"] == [
         {
+            "type": "message",
             "role": "user",
             "content": [
                 {"type": "input_text", "text": "what is this?"},
@@ -337,7 +345,8 @@ def test_response_schema():
     }
 
 
-def test_raw_arguments_go_back_as_the_model_wrote_them():
+def test_raw_arguments_go_back_as_an_empty_object():
+    # invalid JSON sent back is refused by servers (issue 14 item 9)
     call = ToolCallBlock(id="c1", name="f", arguments={}, raw_arguments='{"broken": ')
     req = Request(model="gpt-4o", messages=[Message(role="assistant", content=[call])])
     msg = sent(ChatCodec(openai_settings()), req)["messages"][0]
@@ -345,7 +354,7 @@ def test_raw_arguments_go_back_as_the_model_wrote_them():
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"broken": '}}
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
         ],
     }
 
@@ -421,8 +430,20 @@ def thinking_body(provider: str, model: str, level: str, codec=ChatCodec) -> dic
             {"thinking": {"type": "disabled"}, "max_tokens": 4096},
         ),
         ("deepseek", "deepseek-reasoner", "none", {"max_tokens": 4096}),
-        # OpenRouter: its reasoning object (unknown routed models cannot reason per the catalog)
-        ("openrouter", "anthropic/claude-sonnet-4.5", "high", {"max_tokens": 4096}),
+        # OpenRouter: its reasoning object, for any routed model (it ignores
+        # reasoning for a model that cannot reason)
+        (
+            "openrouter",
+            "anthropic/claude-sonnet-4.5",
+            "high",
+            {"reasoning": {"effort": "high"}, "max_tokens": 4096},
+        ),
+        (
+            "openrouter",
+            "anthropic/claude-sonnet-4.5",
+            "none",
+            {"reasoning": {"enabled": False}, "max_tokens": 4096},
+        ),
         # Mistral: effort none or high
         (
             "mistral",
@@ -500,7 +521,10 @@ def test_openrouter_reasoning_object_and_details_go_back():
     assert body["max_tokens"] == 4096 and "reasoning_effort" not in body
 
 
-def test_deepseek_sends_reasoning_back_within_the_tool_loop_only():
+def test_deepseek_sends_reasoning_back_on_every_tool_call_message():
+    """DeepSeek thinking mode: "for turns that do perform tool calls, the
+    reasoning_content must be fully passed back to the API in all subsequent
+    requests" (api-docs.deepseek.com, guides/thinking_mode), else 400."""
     s = settings_for("deepseek", credentials={"deepseek": "k"})
     think = ThinkingBlock(text="need the weather", provider="deepseek")
     call = ToolCallBlock(id="c1", name="weather", arguments={"city": "Oslo"})
@@ -515,10 +539,18 @@ def test_deepseek_sends_reasoning_back_within_the_tool_loop_only():
             Message(role="assistant", content=[think, call]),
             Message(role="tool", content=[ToolResultBlock(tool_call_id="c1", content="colder")]),
         ],
+        thinking=ThinkingConfig(level="high"),
     )
     msgs = [m for m in sent(ChatCodec(s), req)["messages"] if m["role"] == "assistant"]
-    assert ["reasoning_content" in m for m in msgs] == [False, False, True]
-    assert msgs[2]["reasoning_content"] == "need the weather"
+    assert ["reasoning_content" in m for m in msgs] == [True, False, True]
+    assert msgs[0]["reasoning_content"] == msgs[2]["reasoning_content"] == "need the weather"
+    # a call another provider made has no reasoning of DeepSeek's: "" goes back
+    foreign = msgspec.structs.replace(req, messages=[req.messages[0], Message(role="assistant", content=[call], provider="openai"), req.messages[2]])
+    (msg,) = [m for m in sent(ChatCodec(s), foreign)["messages"] if m["role"] == "assistant"]
+    assert msg["reasoning_content"] == ""
+    # thinking off: nothing to pass back
+    off = msgspec.structs.replace(req, thinking=ThinkingConfig(level="none"))
+    assert not any("reasoning_content" in m for m in sent(ChatCodec(s), off)["messages"])
 
 
 def test_no_stream_usage_flag():

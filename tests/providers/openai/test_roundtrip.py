@@ -133,15 +133,19 @@ async def test_responses_thinking_round_trip(fake_provider):
     )
     await run(provider(fake_provider, api), second)
     assert fake_provider.requests[1].json["input"] == [
-        {"role": "user", "content": "hi"},
+        {"type": "message", "role": "user", "content": "hi"},
         {
             "type": "reasoning",
             "id": "rs_fake00000000",
             "summary": [{"type": "summary_text", "text": "The user greets me."}],
             "encrypted_content": "gAAAAB-encrypted-1",
         },
-        {"role": "assistant", "content": "Hello!"},
-        {"role": "user", "content": "again"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Hello!"}],
+        },
+        {"type": "message", "role": "user", "content": "again"},
     ]
     assert "previous_response_id" not in fake_provider.requests[1].json
 
@@ -204,7 +208,11 @@ async def test_tool_calls_and_results_next_turn(fake_provider, api, parallel):
         ]
     else:
         assert sent["input"][1:] == [
-            {"role": "assistant", "content": "Let me check."},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Let me check."}],
+            },
             *[
                 {
                     "type": "function_call",

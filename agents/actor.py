@@ -25,6 +25,8 @@ from store import AgentRecord, InvalidEntry
 from .deps import ActorDeps, AgentConfig
 from .eventlog import EventLog
 from .events import AgentEvent, AgentState, ModelSwitched, Notice, Queued, StateChanged, TurnEnded
+from .permissions import parse_chain
+from .permissions._gate import Approvals
 from .turn import Turn, TurnResult
 
 __all__ = ["Actor", "AgentConfig", "TurnResult"]
@@ -37,6 +39,7 @@ class _Prompt:
     turn: str
     text: str
     queue_id: int | None  # its prompt_queue row (None: not stored, tests only)
+    resume_from: int | None = None  # a turn left waiting for approval: its first row
 
 
 @dataclass
@@ -53,8 +56,12 @@ class Actor:
     turn at a time, and an event log subscribers attach to. Everything it
     uses from outside comes in ``deps``; the supervisor runs ``run()``."""
 
-    def __init__(self, record: AgentRecord, deps: ActorDeps) -> None:
+    def __init__(
+        self, record: AgentRecord, deps: ActorDeps, approvals: Approvals | None = None
+    ) -> None:
         self.deps = deps
+        # the supervisor's, shared by every agent (session answers); its own when alone
+        self.approvals = approvals if approvals is not None else Approvals()
         self.uuid: str = record.uuid
         self.name: str = record.name
         self.parent: str | None = record.parent_uuid
@@ -66,6 +73,8 @@ class Actor:
         # where its tools run: its own folder, or (agents from before there
         # was one) the daemon's
         self.cwd: Path = Path(record.cwd) if record.cwd else cfg.cwd
+        # its policy chain, ancestors' first; None: the configured default
+        self.policy: list[str] | None = parse_chain(record.policy)
         self.log = EventLog(self.uuid, keep=cfg.event_keep, buffer=cfg.subscriber_buffer)
         self.state: AgentState = "idle"
         self._running: Turn | None = None
@@ -137,6 +146,13 @@ class Actor:
             self.publish(Queued(turn=turn, position=position), turn)
         return turn, position
 
+    def resume_turn(self, turn: str, text: str, first_row: int) -> None:
+        """A turn a daemon stop left waiting for approval: it runs first, from
+        its tool step, and asks again (on restore)."""
+        self._repaired = True  # its tool calls without results are meant: not a dangling turn
+        self._queue.appendleft(_Prompt(turn=turn, text=text, queue_id=None, resume_from=first_row))
+        self._wake.set()
+
     def restore_prompt(self, turn: str, text: str, queue_id: int | None) -> None:
         """Queue a prompt already stored (on restore, in the store's order)."""
         self._queue.append(_Prompt(turn=turn, text=text, queue_id=queue_id))
@@ -165,11 +181,12 @@ class Actor:
         self._wake.set()
         return cmd
 
-    def cancel(self, *, at_boundary: bool = False) -> bool:
-        """Cancel the running turn (and nothing queued). False if no turn runs."""
+    def cancel(self, *, at_boundary: bool = False, suspend: bool = False) -> bool:
+        """Cancel the running turn (and nothing queued). False if no turn runs.
+        ``suspend`` (a daemon stop): a turn waiting for approval stays pending."""
         if self._running is None:
             return False
-        self._running.cancel(at_boundary=at_boundary)
+        self._running.cancel(at_boundary=at_boundary, suspend=suspend)
         return True
 
     def drop_queue(self) -> int:
@@ -263,7 +280,7 @@ class Actor:
         )
 
     async def _turn(self, cmd: _Prompt) -> None:
-        turn = Turn(self, self.deps, cmd.turn, cmd.text, cmd.queue_id)
+        turn = Turn(self, self.deps, cmd.turn, cmd.text, cmd.queue_id, resume_from=cmd.resume_from)
         self._running = turn
         try:
             result = await turn.run()

@@ -16,6 +16,7 @@ from typing import Protocol
 from providers.modelspec import ResolvedModel
 from providers.types import ThinkingLevel
 
+from .permissions import Permissions
 from .pool import ProviderPool
 from .retry import RetryPolicy
 from .store import AsyncStore
@@ -32,6 +33,7 @@ class AgentConfig:
     subscriber_buffer: int = 512
     cwd: Path = field(default_factory=Path.cwd)
     fallbacks: list[str] = field(default_factory=list)  # MODEL[/THINKING] tried on retryable errors
+    approval_timeout: float | None = None  # seconds an approval waits; None: until answered
 
 
 class Neighbours(Protocol):
@@ -54,11 +56,15 @@ class Neighbours(Protocol):
     ) -> ResolvedModel: ...
 
 
-@dataclass(frozen=True)
+@dataclass
 class ActorDeps:
+    # not frozen: a config reload puts a new ``permissions`` here, and every
+    # actor shares this one object, so each call sees the new rules
     db: AsyncStore
     pool: ProviderPool
     tools: ToolRegistry
     config: AgentConfig
     neighbours: Neighbours
     ops: AgentOps | None = None  # None: the agent tools (fork, kill, send, wait) are not offered
+    # which tool calls may run (default: the built-in policies, "default" for every agent)
+    permissions: Permissions = field(default_factory=Permissions)

@@ -12,7 +12,9 @@ import msgspec
 
 from providers.types import ProviderError, StreamEvent, Usage
 
-AgentState = Literal["idle", "waiting_for_llm", "executing_tool", "retrying"]
+AgentState = Literal[
+    "idle", "waiting_for_llm", "executing_tool", "retrying", "waiting_for_approval"
+]
 TurnStatus = Literal["completed", "cancelled", "interrupted", "error", "tool_limit"]
 
 
@@ -76,6 +78,25 @@ class ToolFinished(_Event, tag="tool_finished"):
     content: str  # possibly shortened for the event; the full text is in history
 
 
+class ApprovalRequested(_Event, tag="approval_requested"):
+    """A tool call waits for a person (or a script) to answer ``agent.approve``."""
+
+    approval: str  # the id to answer with; the same after a daemon restart
+    tool: str
+    arguments: dict[str, Any]
+    tool_call_id: str
+    rule: str  # the label of the rule that asked
+    policy: str  # the policy of the agent's chain that rule belongs to
+
+
+class ApprovalDecided(_Event, tag="approval_decided"):
+    approval: str
+    decision: Literal["allow", "deny"]
+    by: str  # who answered: a client, "timeout", "cancel"
+    reason: str | None = None
+    remember: Literal["once", "agent", "session"] = "once"
+
+
 class Notice(_Event, tag="notice"):
     text: str
 
@@ -110,6 +131,8 @@ AgentOwnEvent = (
     | FallbackUsed
     | ToolStarted
     | ToolFinished
+    | ApprovalRequested
+    | ApprovalDecided
     | Notice
     | ModelSwitched
     | AgentEnded

@@ -116,6 +116,7 @@ class AsyncStore:
         system_prompt: str = "",
         parent_uuid: str | None = None,
         cwd: str | None = None,
+        policy: str | None = None,
     ) -> AgentRecord:
         return await self.call(
             self.store.create_agent,
@@ -126,6 +127,7 @@ class AsyncStore:
             system_prompt=system_prompt,
             parent_uuid=parent_uuid,
             cwd=cwd,
+            policy=policy,
         )
 
     async def fork(self, parent_uuid: str, **kwargs: Any) -> AgentRecord:

@@ -23,11 +23,13 @@ import trio
 from providers.modelspec import ResolvedModel, resolve_model
 from providers.secrets import scrub
 from providers.types import ThinkingLevel
-from store import StoreError
+from store import ApprovalRecord, StoreError
 
 from .actor import Actor
 from .deps import ActorDeps, AgentConfig
 from .events import AgentEnded, Notice
+from .permissions import Permissions, dump_chain, parse_chain
+from .permissions._gate import Approvals
 from .pool import ProviderPool
 from .store import AsyncStore
 from .tools import AgentOpError, ToolRegistry
@@ -36,6 +38,7 @@ from .workdir import working_folder
 log = structlog.get_logger("ikigai.agents")
 
 _CUT_REASON = "the daemon stopped during this turn"
+_ENDED_REASON = "its turn ended when the daemon stopped"
 
 
 class AgentError(Exception):
@@ -61,6 +64,7 @@ class Supervisor:
         pool: ProviderPool,
         tools: ToolRegistry,
         config: AgentConfig | None = None,
+        permissions: Permissions | None = None,
     ) -> None:
         self.db = db
         self.pool = pool
@@ -73,9 +77,16 @@ class Supervisor:
         # caller uuid -> {agent it waits on: how many waits}; their mail is left for the wait
         self.waiting: dict[str, dict[str, int]] = {}
         self.ops = SupervisorOps(self)
+        self.approvals = Approvals()  # who waits on which approval; session answers
         self.dead_count = 0  # kept in memory so status never waits on the database
         self.deps = ActorDeps(
-            db=db, pool=pool, tools=tools, config=self.config, neighbours=self, ops=self.ops
+            db=db,
+            pool=pool,
+            tools=tools,
+            config=self.config,
+            neighbours=self,
+            ops=self.ops,
+            permissions=permissions or Permissions(),
         )
 
     # ------------------------------------------------------------ lifetime
@@ -88,7 +99,10 @@ class Supervisor:
             # what a killed daemon left: turns cut mid-way are marked
             # interrupted, acknowledged prompts queue again in their order,
             # unread mail is delivered
-            cut = await self.db.call(self.db.store.close_open_turns, _CUT_REASON)
+            # a turn waiting for approval resumes (asked again); the others are cut
+            cut, resume = await self.db.call(
+                self.db.store.settle_open_turns, _CUT_REASON, _ENDED_REASON
+            )
             queued: dict[str, list[Any]] = {}
             for q in await self.db.call(self.db.store.queued_prompts):
                 queued.setdefault(q.agent_uuid, []).append(q)
@@ -97,6 +111,8 @@ class Supervisor:
             for record in await self.db.list_agents(include_dead=True):
                 if record.alive:
                     actor = await self._start(record)
+                    if record.uuid in resume:
+                        actor.resume_turn(*resume[record.uuid])
                     for q in queued.get(record.uuid, ()):
                         actor.restore_prompt(q.turn, q.text, q.id)
                     if record.uuid in unread:
@@ -111,6 +127,7 @@ class Supervisor:
                 "supervisor started",
                 restored=restored,
                 interrupted=len(cut),
+                resumed=len(resume),
                 queued=sum(len(v) for v in queued.values()),
             )
             task_status.started(self)
@@ -118,7 +135,7 @@ class Supervisor:
 
     async def _start(self, record: Any) -> Actor:
         assert self._nursery is not None, "the supervisor is not running"
-        actor = Actor(record, self.deps)
+        actor = Actor(record, self.deps, self.approvals)
         self.actors[actor.uuid] = actor
         await self._nursery.start(self._supervise, actor)
         return actor
@@ -151,7 +168,7 @@ class Supervisor:
         for them to record it."""
         for actor in self.actors.values():
             actor.drop_queue()
-            actor.cancel()
+            actor.cancel(suspend=True)  # a turn waiting for approval resumes after the restart
         with trio.move_on_after(grace):
             for actor in list(self.actors.values()):
                 while actor.current_turn is not None:
@@ -208,9 +225,42 @@ class Supervisor:
         parent: str | None = None,
         thinking: ThinkingLevel = "none",
         cwd: str | None = None,
+        policy: str | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         """A new agent (no history). Returns (record, resolved model, first turn id).
-        Its tools run in ``cwd`` (default: the daemon's working directory)."""
+        Its tools run in ``cwd`` (default: the daemon's working directory); its
+        tool calls are checked against the named ``policy`` (default: the
+        configured default, followed across reloads)."""
+        chain = None if policy is None else [self._policy_name(policy)]
+        return await self._create(
+            model=model,
+            name=name,
+            system=system,
+            prompt=prompt,
+            parent=parent,
+            thinking=thinking,
+            cwd=cwd,
+            chain=chain,
+        )
+
+    def _policy_name(self, name: str) -> str:
+        known = self.deps.permissions.known()
+        if name not in known:
+            raise AgentError(f"unknown policy {name!r} (known: {', '.join(known)})")
+        return name
+
+    async def _create(
+        self,
+        *,
+        model: str,
+        name: str | None,
+        system: str,
+        prompt: str | None,
+        parent: str | None,
+        thinking: ThinkingLevel,
+        cwd: str | None,
+        chain: list[str] | None,
+    ) -> tuple[Any, ResolvedModel, str | None]:
         try:
             resolved = self.resolve_model(model, current_thinking=thinking)
         except ValueError as e:
@@ -225,6 +275,7 @@ class Supervisor:
                 system_prompt=system,
                 parent_uuid=parent,
                 cwd=folder,
+                policy=dump_chain(chain),
             )
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None
@@ -241,13 +292,21 @@ class Supervisor:
         name: str | None = None,
         prompt: str | None = None,
         cwd: str | None = None,
+        policy: str | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         """A child that inherits the parent's history up to its last completed
         message (or ``at_message``), its model and its working directory, unless
-        ``model`` or ``cwd`` is given."""
+        ``model`` or ``cwd`` is given. Its policy chain is the parent's, with
+        ``policy`` added at the end when given: the strictest of the chain
+        decides, so a fork can only narrow what its parent may do."""
         folder = _folder(cwd) if cwd is not None else None
+        own = None if policy is None else self._policy_name(policy)
         parent = await self.resolve(ref)
         actor = self.actors.get(parent.uuid)
+        inherited = actor.policy if actor else parse_chain(parent.policy)
+        # the configured default is written down once the chain grows, so the
+        # child keeps the parent's rules and its own
+        chain = inherited if own is None else [*self.deps.permissions.names(inherited), own]
         provider, model_name = parent.provider, parent.model
         level: ThinkingLevel = actor.thinking_level if actor else parent.thinking_level
         spec = model or f"{provider}/{model_name}"
@@ -259,13 +318,15 @@ class Supervisor:
             # a busy agent forks from its last completed message, not mid-turn
             at_message = await self.db.last_row_before(parent.uuid, actor.turn_first_row)
             if at_message is None:  # its first turn: nothing settled to inherit
-                return await self.create(
+                return await self._create(
                     model=f"{resolved.provider}/{resolved.model}/{resolved.thinking.level}",
                     name=name,
                     system=parent.system_prompt,
                     prompt=prompt,
                     parent=parent.uuid,
+                    thinking="none",
                     cwd=folder or (str(actor.cwd) if actor else parent.cwd),
+                    chain=chain,
                 )
         try:
             child = await self.db.fork(
@@ -276,6 +337,7 @@ class Supervisor:
                 model=resolved.model,
                 thinking_level=resolved.thinking.level,
                 cwd=folder,
+                policy=dump_chain(chain),
             )
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None
@@ -354,6 +416,41 @@ class Supervisor:
             raise AgentError(str(e)) from None
         actor.invalidate_context()
         return row
+
+    # ------------------------------------------------------------ approvals
+
+    async def approve(
+        self,
+        approval_id: str,
+        decision: str,
+        *,
+        remember: str = "once",
+        reason: str | None = None,
+        by: str,
+    ) -> ApprovalRecord:
+        """Answer a pending approval (committed, with its permission row, before
+        the waiting turn wakes). NoSuchApproval / ApprovalClosed (store) when
+        there is none such or it was decided already."""
+        if decision not in ("allow", "deny"):
+            raise AgentError(f"decision must be allow or deny, not {decision!r}")
+        if remember not in ("once", "agent", "session"):
+            raise AgentError(f"remember must be once, agent or session, not {remember!r}")
+        record = await self.db.call(
+            self.db.store.decide_approval,
+            approval_id,
+            decision,  # type: ignore[arg-type]
+            by=by,
+            reason=reason,
+            remember=remember,
+        )
+        if decision == "allow" and remember != "once":
+            key = (record.policy, record.rule, record.tool)
+            self.approvals.remember(record.agent_uuid, key, remember)
+        self.approvals.deliver(record, remember)
+        return record
+
+    async def pending_approvals(self, agent_uuid: str | None = None) -> list[ApprovalRecord]:
+        return await self.db.call(self.db.store.pending_approvals, agent_uuid)
 
     # ------------------------------------------------------------ mail
 

@@ -47,6 +47,7 @@ from .events import (
     TurnStarted,
     TurnStatus,
 )
+from .permissions._gate import Approvals, Gate
 from .tools import ToolContext
 
 log = structlog.get_logger("ikigai.agents")
@@ -75,6 +76,8 @@ class TurnHost(Protocol):
     thinking_level: ThinkingLevel
     system_prompt: str
     cwd: Path
+    policy: list[str] | None  # its chain of policy names; None: the configured default
+    approvals: Approvals
 
     def publish(self, event: AgentEvent, turn: str | None = None) -> None: ...
     def set_state(self, state: AgentState) -> None: ...
@@ -86,7 +89,14 @@ class Turn:
     """The state of one turn (its id, spend, cancel scope, first row) and the loop that runs it."""
 
     def __init__(
-        self, host: TurnHost, deps: ActorDeps, turn: str, text: str, queue_id: int | None
+        self,
+        host: TurnHost,
+        deps: ActorDeps,
+        turn: str,
+        text: str,
+        queue_id: int | None,
+        *,
+        resume_from: int | None = None,
     ) -> None:
         self.host = host
         self.deps = deps
@@ -101,11 +111,20 @@ class Turn:
         self.model_calls = 0  # requests sent, retries and fallbacks included
         self._lowered: str | None = None  # the last thinking-lowered notice said
         self._capped = False  # the output cap was raised to an API's minimum (said once)
+        # the first row of a turn a daemon stop left waiting for approval: it
+        # resumes at its tool step instead of storing a prompt
+        self.resume_from = resume_from
+        self.at_gate = False  # its tool calls are passing the gate
+        self.suspended = False  # stopped at the gate by a daemon stop: left open to resume
 
-    def cancel(self, *, at_boundary: bool = False) -> None:
+    def cancel(self, *, at_boundary: bool = False, suspend: bool = False) -> None:
+        """``suspend`` (a daemon stop): a turn waiting at the gate keeps its
+        pending approvals and stays open, to be resumed after the restart."""
         if at_boundary:
             self.stop_at_boundary = True
         else:
+            if suspend and self.at_gate:
+                self.suspended = True
             self.scope.cancel()
 
     async def run(self) -> TurnResult:
@@ -136,18 +155,25 @@ class Turn:
         context: list[Message] | None = None
         with self.scope as scope:
             try:
-                user = Message(role="user", content=[TextBlock(text=self.text)])
-                # shielded: a cancel that comes this early still finds the
-                # prompt in history (then marked interrupted), never lost
-                with trio.CancelScope(shield=True):
-                    context = (
-                        await host.context()
-                    )  # loaded before the append, or it would hold the prompt twice
-                    self.first_row = await db.start_turn(
-                        host.uuid, user, queue_id=self.queue_id, turn=self.id
-                    )
-                context.append(user)
-                status, error = await self._steps()
+                resumed: list[ToolCallBlock] | None = None
+                if self.resume_from is not None:
+                    self.first_row = self.resume_from
+                    context = await host.context()
+                    if context and context[-1].role == "assistant":
+                        resumed = context[-1].tool_calls or None
+                else:
+                    user = Message(role="user", content=[TextBlock(text=self.text)])
+                    # shielded: a cancel that comes this early still finds the
+                    # prompt in history (then marked interrupted), never lost
+                    with trio.CancelScope(shield=True):
+                        context = (
+                            await host.context()
+                        )  # loaded before the append, or it would hold the prompt twice
+                        self.first_row = await db.start_turn(
+                            host.uuid, user, queue_id=self.queue_id, turn=self.id
+                        )
+                    context.append(user)
+                status, error = await self._steps(resumed)
                 if status != "completed":  # a completed turn was closed with its last row
                     await db.end_turn(host.uuid)
             except Exception as exc:  # a bug in this turn must not end the agent or its siblings
@@ -157,7 +183,9 @@ class Turn:
         if scope.cancelled_caught or crashed:
             status = "interrupted"
             with trio.CancelScope(shield=True):
-                if self.first_row is not None:
+                if self.suspended and not crashed:
+                    pass  # left open with its pending approvals: resumed after the restart
+                elif self.first_row is not None:
                     try:
                         await db.append_interrupted(host.uuid, self.first_row)
                     except Exception:
@@ -180,26 +208,33 @@ class Turn:
             cost_usd=self.cost,
         )
 
-    async def _steps(self) -> tuple[TurnStatus, ProviderError | None]:
+    async def _steps(
+        self, resumed: list[ToolCallBlock] | None = None
+    ) -> tuple[TurnStatus, ProviderError | None]:
+        """``resumed``: the tool calls of a turn resumed after a restart, whose
+        first step is their tool step (the model already asked for them)."""
         host, cfg, db = self.host, self.deps.config, self.deps.db
         for step in range(cfg.max_tool_turns + 1):
-            response, error = await self._call_model()
-            if response is None:
-                return "error", error
-            self._spend(response)
-            msg = Message(
-                role="assistant",
-                content=list(response.blocks),
-                provider=response.provider,
-                model=response.model or host.model,
-                thinking_level=host.thinking_level,
-                provider_data=response.provider_data,
-            )
-            calls = [b for b in response.blocks if isinstance(b, ToolCallBlock)]
-            await db.append_assistant(host.uuid, msg, response, end_turn=not calls)
-            (await host.context()).append(msg)
-            if not calls:
-                return "completed", None
+            if step == 0 and resumed:
+                calls = resumed
+            else:
+                response, error = await self._call_model()
+                if response is None:
+                    return "error", error
+                self._spend(response)
+                msg = Message(
+                    role="assistant",
+                    content=list(response.blocks),
+                    provider=response.provider,
+                    model=response.model or host.model,
+                    thinking_level=host.thinking_level,
+                    provider_data=response.provider_data,
+                )
+                calls = [b for b in response.blocks if isinstance(b, ToolCallBlock)]
+                await db.append_assistant(host.uuid, msg, response, end_turn=not calls)
+                (await host.context()).append(msg)
+                if not calls:
+                    return "completed", None
             if step == cfg.max_tool_turns:
                 await self._store_results(
                     calls, f"not run: the tool-turn limit ({cfg.max_tool_turns}) was reached"
@@ -211,13 +246,7 @@ class Turn:
             if self.stop_at_boundary:
                 await self._store_results(calls, "not run: the turn was cancelled")
                 return "cancelled", None
-            host.set_state("executing_tool")
-            for call in calls:
-                host.publish(
-                    ToolStarted(id=call.id, name=call.name, arguments=call.arguments), self.id
-                )
-            ctx = ToolContext(agent_uuid=host.uuid, cwd=host.cwd, ops=self.deps.ops)
-            results = await self.deps.tools.run_all(calls, ctx, limit=cfg.tool_concurrency)
+            results = await self._run_tools(calls, resume=step == 0 and bool(resumed))
             for call, result in zip(calls, results, strict=True):
                 host.publish(
                     ToolFinished(
@@ -235,6 +264,45 @@ class Turn:
             if stop:
                 return "cancelled", None
         return "tool_limit", None  # pragma: no cover - the loop returns on its last step
+
+    async def _run_tools(
+        self, calls: list[ToolCallBlock], *, resume: bool
+    ) -> list[ToolResultBlock]:
+        """Every call through the gate, then the allowed ones run (concurrently,
+        bounded, sandboxed as the agent's policy says); a denied one's result
+        is the denial, for the model to read."""
+        host, cfg, deps = self.host, self.deps.config, self.deps
+        gate = Gate(
+            host=host,
+            db=deps.db,
+            permissions=deps.permissions,
+            approvals=host.approvals,
+            turn=self.id,
+            timeout=cfg.approval_timeout,
+            suspending=lambda: self.suspended,
+        )
+        self.at_gate = True
+        try:
+            verdicts = await gate.check(calls, resume=resume)
+        finally:
+            self.at_gate = False
+        allowed = [c for c, v in zip(calls, verdicts, strict=True) if v is None]
+        host.set_state("executing_tool")
+        for call in allowed:
+            host.publish(ToolStarted(id=call.id, name=call.name, arguments=call.arguments), self.id)
+        sandbox, network = deps.permissions.sandbox_of(host.policy)
+        ctx = ToolContext(
+            agent_uuid=host.uuid, cwd=host.cwd, ops=deps.ops, sandbox=sandbox, network=network
+        )
+        ran = iter(await deps.tools.run_all(allowed, ctx, limit=cfg.tool_concurrency))
+        return [
+            next(ran)
+            if verdict is None
+            else ToolResultBlock(
+                tool_call_id=call.id, content=verdict, is_error=True, name=call.name
+            )
+            for call, verdict in zip(calls, verdicts, strict=True)
+        ]
 
     def _log_end(self, status: TurnStatus, error: ProviderError | None, seconds: float) -> None:
         host = self.host

@@ -11,6 +11,8 @@ answers -32603.
 from __future__ import annotations
 
 import os
+import socket
+import struct
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,10 +25,11 @@ import msgspec
 
 from agents import AgentError, Supervisor
 from agents.actor import Actor
+from agents.permissions import parse_chain
 from providers.catalog import Catalog
 from providers.modelspec import ResolvedModel
 from providers.types import Usage
-from store import AgentNotFound, AgentRecord, AmbiguousAgent, StoreError
+from store import AgentNotFound, AgentRecord, AmbiguousAgent, NoSuchApproval, StoreError
 
 from . import params as P
 from . import protocol as p
@@ -145,6 +148,8 @@ class Api:
             p.AGENT_REWIND: self.rewind,
             p.MAIL_SEND: self.mail_send,
             p.MAIL_INBOX: self.inbox,
+            p.AGENT_APPROVE: self.approve,
+            p.APPROVALS_LIST: self.approvals,
         }
 
     # ------------------------------------------------------------ helpers
@@ -201,6 +206,8 @@ class Api:
         actor = self.sup.actor_of(record.uuid)
         provider = actor.provider if actor else record.provider
         model = actor.model if actor else record.model
+        perms = self.sup.deps.permissions
+        chain = actor.policy if actor else parse_chain(record.policy)
         return {
             "uuid": record.uuid,
             "short": short,
@@ -219,6 +226,8 @@ class Api:
             "created_at": _stamp(record.created_at),
             "ended_at": None if record.ended_at is None else _stamp(record.ended_at),
             "cwd": str(actor.cwd) if actor else record.cwd,
+            "policy": perms.names(chain),
+            "yolo": perms.is_yolo(chain),
         }
 
     # ------------------------------------------------------------ daemon
@@ -304,6 +313,7 @@ class Api:
                 system=params.system,
                 prompt=params.prompt,
                 cwd=params.cwd,
+                policy=params.policy,
             )
         info = await self._described(record)
         created: R.Created = {"agent": info, "model": _model_info(resolved), "turn": turn}
@@ -429,6 +439,7 @@ class Api:
                 name=params.name,
                 prompt=params.prompt,
                 cwd=params.cwd,
+                policy=params.policy,
             )
         info = await self._described(child)
         created: R.Created = {"agent": info, "model": _model_info(resolved), "turn": turn}
@@ -520,3 +531,49 @@ class Api:
             }
             for m in mail
         ]
+
+    # ------------------------------------------------------------ approvals
+
+    async def approve(self, conn: Connection, params: P.Approve) -> R.Approved:
+        with _refusals():
+            try:
+                record = await self.sup.approve(
+                    params.approval,
+                    params.decision,
+                    remember=params.remember,
+                    reason=params.reason,
+                    by=_client(conn),
+                )
+            except NoSuchApproval:
+                raise p.RpcError(
+                    p.INVALID_PARAMS, f"approval: no approval has the id {params.approval!r}"
+                ) from None
+        return {"approval": record.id, "agent": record.agent_uuid, "decision": params.decision}
+
+    async def approvals(self, conn: Connection, params: P.ApprovalsList) -> list[R.Approval]:
+        uuid = None if params.agent is None else (await self._record(params.agent)).uuid
+        return [
+            {
+                "approval": a.id,
+                "agent": a.agent_uuid,
+                "agent_name": a.agent_name,
+                "turn": a.turn,
+                "tool": a.tool,
+                "arguments": a.arguments,
+                "rule": a.rule,
+                "policy": a.policy,
+                "created_at": _stamp(a.created_at),
+            }
+            for a in await self.sup.pending_approvals(uuid)
+        ]
+
+
+def _client(conn: Connection) -> str:
+    """Who answered, for history: the client's process id when the socket tells it."""
+    try:
+        raw = conn.stream.socket.getsockopt(  # type: ignore[attr-defined]
+            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
+        )
+        return f"client pid {struct.unpack('3i', raw)[0]}"
+    except (AttributeError, OSError):
+        return f"connection {conn.id}"

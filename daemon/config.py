@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from agents.permissions import Permissions
 from agents.tools import EnvRule, ToolEnv, is_env_name, provider_key_names
 from providers.catalog import Catalog, ProviderEntry, WireApi, default_catalog, load_catalog
 from providers.modelspec import ModelSpecError, parse_model_spec
@@ -31,17 +32,21 @@ from providers.settings import ProviderSettings, settings_for
 from providers.types import THINKING_LEVELS
 
 from ._jsontext import text_fault, undecodable_field
+from ._policyconfig import PolicyConfig, policy_fault
+from ._policyconfig import build_permissions as _build_permissions
 from .logs import register_secret
 
 __all__ = [
     "Config",
     "ConfigError",
     "EnvSettings",
+    "PolicyConfig",
     "ProviderConfig",
     "ToolsEnv",
     "ToolsPolicy",
     "api_overrides",
     "build_catalog",
+    "build_permissions",
     "load_config",
     "model_text",
     "parse_config",
@@ -63,6 +68,9 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "api": ("chat", "responses", "messages", "generate_content"),
     "default_thinking": ("none", "low", "med", "high"),
     "log_level": ("debug", "info", "warning", "error"),
+    "action": ("allow", "ask", "deny"),
+    "path": ("inside", "outside"),
+    "sandbox": ("none", "workdir", "strict"),
 }
 
 
@@ -145,6 +153,9 @@ class Config(_Strict):
     shutdown_grace: NonNegative = 10.0  # seconds
     # each connection may hold 16 lines of this in its backlog: bounded, so memory is
     max_line_bytes: Annotated[int, Meta(ge=1024, le=64 << 20)] = 1 << 20
+    policy: str = "default"  # the policy of agents created without one
+    policies: dict[str, PolicyConfig] = msgspec.field(default_factory=dict)
+    approval_timeout: Positive | None = None  # seconds; null: an approval waits forever
 
     @property
     def tool_folder_paths(self) -> list[Path]:
@@ -214,6 +225,16 @@ def parse_config(raw: bytes | str, path: Path | str = "config.json") -> Config:
                         )
             providers[name] = _convert(value, ProviderConfig, where, prefix)
         data = {**data, "providers": providers}
+    # policies one by one too, so a message names the policy
+    policies_raw = data.get("policies", {})
+    if isinstance(policies_raw, dict):
+        data = {
+            **data,
+            "policies": {
+                name: _convert(value, PolicyConfig, where, f"policies.{name}")
+                for name, value in policies_raw.items()
+            },
+        }
     config = _convert(data, Config, where, "")
     config = msgspec.structs.replace(
         config, tool_folders=[_expand(p, Path(path).parent) for p in config.tool_folders]
@@ -310,6 +331,8 @@ def _known_fields(type_: type[Any], sub: str) -> list[str]:
         nxt = next((f.type for f in hints if f.encode_name == name), None)
         if index and typing.get_origin(nxt) is dict:
             nxt = typing.get_args(nxt)[1]  # "per_tool[...]": an entry of the dict
+        elif index and typing.get_origin(nxt) is list:
+            nxt = typing.get_args(nxt)[0]  # "rules[0]": an item of the list
         if not (isinstance(nxt, type) and issubclass(nxt, msgspec.Struct)):
             return []
         t = nxt
@@ -368,6 +391,14 @@ def _check(config: Config, where: str) -> None:
     for i, text in enumerate(config.fallback_models):
         _check_model(text, catalog, f"{where}: fallback_models[{i}]")
     _check_tools_env(config.tools.env, _key_names(catalog), where)
+    fault = policy_fault(config.policies, config.policy)
+    if fault is not None:
+        raise ConfigError(f"{where}: {fault}")
+
+
+def build_permissions(config: Config, *, sandbox_available: bool) -> Permissions:
+    """The built-in policies and the config's, with the configured default."""
+    return _build_permissions(config.policies, config.policy, sandbox_available=sandbox_available)
 
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

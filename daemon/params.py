@@ -51,6 +51,7 @@ class Create(_P, frozen=True):
     prompt: str | None = None
     wait: bool = False
     cwd: Folder | None = None
+    policy: Ref | None = None  # a named policy (config "policies" or a built-in)
 
 
 class ListAgents(_P, frozen=True):
@@ -85,6 +86,7 @@ class Fork(_P, frozen=True):
     prompt: str | None = None
     wait: bool = False
     cwd: Folder | None = None
+    policy: Ref | None = None  # added to the parent's chain: it can only narrow
 
 
 class SetModel(_P, frozen=True):
@@ -125,6 +127,21 @@ class Inbox(_P, frozen=True):
     unread: bool = False  # True: only mail not yet read
 
 
+# an answer's reason is the model's to read: a few lines, not a document
+Reason = Annotated[str, Meta(max_length=2000)]
+
+
+class Approve(_P, frozen=True):
+    approval: Ref
+    decision: Literal["allow", "deny"]
+    remember: Literal["once", "agent", "session"] = "once"
+    reason: Reason | None = None
+
+
+class ApprovalsList(_P, frozen=True):
+    agent: Ref | None = None
+
+
 PARAMS: dict[str, type[_P]] = {
     p.DAEMON_STATUS: NoParams,
     p.DAEMON_SHUTDOWN: NoParams,
@@ -150,6 +167,8 @@ PARAMS: dict[str, type[_P]] = {
     p.AGENT_REWIND: Label,
     p.MAIL_SEND: MailSend,
     p.MAIL_INBOX: Inbox,
+    p.AGENT_APPROVE: Approve,
+    p.APPROVALS_LIST: ApprovalsList,
 }
 
 HistoryOp = Literal["clear", "mark", "rewind"]
@@ -195,7 +214,9 @@ def decode_params(method: str, raw: object) -> _P:
 
 # fields that name something (an agent, a model...): never a NUL, which no
 # name holds and PostgreSQL text cannot store
-_REF_FIELDS = frozenset({"agent", "to", "from", "name", "label", "model", "provider"})
+_REF_FIELDS = frozenset(
+    {"agent", "to", "from", "name", "label", "model", "provider", "approval", "reason"}
+)
 _FIELDS: dict[type[_P], frozenset[str]] = {
     kind: frozenset(f.encode_name for f in msgspec.structs.fields(kind))
     for kind in set(PARAMS.values())

@@ -51,6 +51,8 @@ AGENT_MARK = "agent.mark"
 AGENT_REWIND = "agent.rewind"
 MAIL_SEND = "mail.send"
 MAIL_INBOX = "mail.inbox"
+AGENT_APPROVE = "agent.approve"
+APPROVALS_LIST = "approvals.list"
 
 # server -> client notification carrying one agent event
 EVENT = "agent.event"

@@ -14,7 +14,9 @@ writes a datetime.
 # no ``from __future__ import annotations``: TypedDict must see NotRequired
 from typing import Any, Literal, NotRequired, TypedDict
 
-AgentState = Literal["idle", "waiting_for_llm", "executing_tool", "retrying"]
+AgentState = Literal[
+    "idle", "waiting_for_llm", "executing_tool", "retrying", "waiting_for_approval"
+]
 TurnStatus = Literal["completed", "cancelled", "interrupted", "error", "tool_limit"]
 
 
@@ -104,6 +106,8 @@ class AgentInfo(TypedDict):
     created_at: str
     ended_at: str | None
     cwd: str | None  # where its tools run; None: the daemon's (agents made before agents had one)
+    policy: list[str]  # its tool-permission policy chain, ancestors' first
+    yolo: bool  # the chain allows every tool call (its policies are all yolo ones)
 
 
 class UsageBrief(TypedDict):
@@ -267,3 +271,23 @@ RESULTS: dict[str, Any] = {
     "mail.send": MailId,
     "mail.inbox": list[Mail],
 }
+
+
+class Approval(TypedDict):
+    """One pending approval (``approvals.list``)."""
+
+    approval: str
+    agent: str
+    agent_name: str
+    turn: str
+    tool: str
+    arguments: dict[str, Any]
+    rule: str
+    policy: str
+    created_at: str
+
+
+class Approved(TypedDict):
+    approval: str
+    agent: str
+    decision: Literal["allow", "deny"]

@@ -31,11 +31,18 @@ from agents.tools import (
     builtin_tools,
     discover_external_tools,
 )
-from store import Store, display_url
+from store import Store, display_url, sqlite_file
 
 from ._lock import hold_database
 from .api import Api, DaemonInfo
-from .config import Config, build_catalog, load_config, settings_factory, tool_env
+from .config import (
+    Config,
+    build_catalog,
+    build_permissions,
+    load_config,
+    settings_factory,
+    tool_env,
+)
 from .control import ControlServer
 from .credentials import load_credentials, secret_values
 from .logs import register_secrets
@@ -157,6 +164,29 @@ async def _tools(config: Config, env: ToolEnv, guard: Guard) -> ToolRegistry:
     return reg
 
 
+def _sandbox_available() -> bool:
+    """Can bubblewrap confine tool processes here (runs it once: blocking)."""
+    try:
+        from agents.tools._sandbox import sandbox_available
+    except ImportError:  # no sandbox module: nothing can confine a process
+        return False
+    return sandbox_available()
+
+
+def _guard(paths: Paths, url: str) -> Guard:
+    """What no tool may open, and what every sandbox hides with its folder: the
+    keys, the database (every agent's history) and the control socket (a tool
+    that reached it could answer its own approval)."""
+    protected = [
+        Protected(paths.credentials_file),
+        Protected(paths.socket, reason="is ikigai's control socket"),
+    ]
+    db = sqlite_file(url)
+    if db is not None:
+        protected.append(Protected(db, reason="is ikigai's database"))
+    return Guard(protected)
+
+
 class Daemon:
     def __init__(self, paths: Paths, env: dict[str, str] | None = None) -> None:
         self.paths = paths
@@ -170,6 +200,7 @@ class Daemon:
         self.config: Config | None = None
         self.info: DaemonInfo | None = None
         self.keys: list[str] = []  # the configured API keys: no tool process gets one
+        self.sandbox_ok = False  # bubblewrap works here (checked once at start)
 
     def request_shutdown(self) -> None:
         self._stopping.set()
@@ -194,7 +225,10 @@ class Daemon:
         self.sup.config.max_tool_turns = config.max_tool_turns
         self.sup.config.max_output_tokens = config.max_output_tokens
         self.sup.config.fallbacks = list(config.fallback_models)
+        self.sup.config.approval_timeout = config.approval_timeout
         self.sup.config.retry.transient_retries = _transient_retries(config)
+        # every actor shares sup.deps: the next tool call is checked by the new rules
+        self.sup.deps.permissions = build_permissions(config, sandbox_available=self.sandbox_ok)
         if self.info is not None:
             self.info.default_model = config.default_model
         log.info("config reloaded", config=str(self.paths.config_file))
@@ -226,15 +260,28 @@ class Daemon:
             tools = await _tools(
                 config,
                 tool_env(config, self.env, lambda: self.keys, catalog),
-                Guard([Protected(self.paths.credentials_file)]),
+                _guard(self.paths, url),
             )
             agent_config = AgentConfig(
                 max_tool_turns=config.max_tool_turns,
                 max_output_tokens=config.max_output_tokens,
                 retry=RetryPolicy(transient_retries=_transient_retries(config)),
                 fallbacks=list(config.fallback_models),
+                approval_timeout=config.approval_timeout,
             )
-            self.sup = Supervisor(AsyncStore(store), self.pool, tools, agent_config)
+            self.sandbox_ok = await trio.to_thread.run_sync(_sandbox_available)
+            if not self.sandbox_ok:
+                log.warning(
+                    "bubblewrap not found: shell commands will be asked before they run "
+                    "(apt install bubblewrap)"
+                )
+            self.sup = Supervisor(
+                AsyncStore(store),
+                self.pool,
+                tools,
+                agent_config,
+                build_permissions(config, sandbox_available=self.sandbox_ok),
+            )
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.sup.run)
                 info = self.info = DaemonInfo(

@@ -17,6 +17,7 @@ import os
 import sys
 
 from daemon._version import __version__
+from ikictl import _parsers
 from ikictl._errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -27,6 +28,7 @@ from ikictl._errors import (
     DaemonUnreachable,
     UsageError,
 )
+from ikictl._parsers import _agent, _policy
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
@@ -63,6 +65,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "daemon": ("start, stop, restart or reload the daemon, or read its log", ""),
     "keys": ("set, remove or list the providers' API keys (never shown)", "keys:cmd_keys"),
     "chat": ("an interactive REPL on an agent, with slash commands", "repl:cmd_chat"),
+    "approvals": ("list the tool calls waiting for an answer", "approvals:cmd_approvals"),
+    "approve": ("allow a pending tool call (once, or remembered)", "approvals:cmd_approve"),
+    "deny": ("refuse a pending tool call (the model reads the reason)", "approvals:cmd_deny"),
     "completion": ("print the bash or zsh completion script", "completion:cmd_completion"),
 }
 HIDDEN = {"_agents": "commands:cmd_agents_for_completion"}
@@ -91,10 +96,6 @@ def _globals(parser: argparse.ArgumentParser, default: object) -> None:
     )
 
 
-def _agent(p: argparse.ArgumentParser, help: str = "uuid, unique uuid prefix or name") -> None:
-    p.add_argument("agent", metavar="AGENT", help=help)
-
-
 def _prompt(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument(
         "prompt",
@@ -121,6 +122,7 @@ def _add_new(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", "-n", help="a name to call it by (unique among live agents)")
     p.add_argument("--system", "-s", metavar="TEXT", help="the system prompt")
     _cwd(p, "the folder its tools run in (default: the current directory)")
+    _policy(p, "the agent")
     _prompt(p, False)
     _streaming(p)
 
@@ -165,6 +167,7 @@ def _add_fork(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--name", "-n", help="the child's name")
     _cwd(p, "the folder the child's tools run in (default: the parent's)")
+    _policy(p, "the child (it narrows the parent's, never widens it)")
     _prompt(p, False)
     _streaming(p)
 
@@ -249,29 +252,6 @@ def _add_rewind(p: argparse.ArgumentParser) -> None:
     _add_label(p, "the mark to return to (default: the last one)")
 
 
-def _add_mail(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="mail_command", metavar="ACTION", required=True)
-    send = sub.add_parser(
-        "send",
-        parents=[glob],
-        help="put a message in an agent's mailbox",
-        description="Send TEXT from agent FROM to agent TO; TO takes it as its next prompt.",
-    )
-    send.add_argument("sender", metavar="FROM", help="the sending agent")
-    send.add_argument("to", metavar="TO", help="the receiving agent")
-    send.add_argument("text", metavar="TEXT", help="the message (`-` reads stdin)")
-    send.set_defaults(func="commands:cmd_mail_send")
-    inbox = sub.add_parser(
-        "inbox",
-        parents=[glob],
-        help="an agent's mail",
-        description="List the mail an agent received.",
-    )
-    _agent(inbox)
-    inbox.add_argument("--unread", action="store_true", help="only mail not yet taken")
-    inbox.set_defaults(func="commands:cmd_mail_inbox")
-
-
 def _add_models(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "provider",
@@ -288,74 +268,6 @@ def _add_status(p: argparse.ArgumentParser) -> None:
     pass
 
 
-def _add_daemon(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="daemon_command", metavar="ACTION", required=True)
-    start = sub.add_parser(
-        "start",
-        parents=[glob],
-        help="start ikigaid in the background",
-        description=(
-            "Start ikigaid in the background (same environment and IKIGAI_HOME) "
-            "and wait for its socket."
-        ),
-    )
-    start.add_argument(
-        "--wait",
-        type=float,
-        default=10.0,
-        metavar="S",
-        help="seconds to wait for the socket (default 10)",
-    )
-    start.set_defaults(func="daemonctl:cmd_start")
-    stop = sub.add_parser(
-        "stop",
-        parents=[glob],
-        help="stop ikigaid gracefully",
-        description="Ask ikigaid to shut down and wait until its process has ended.",
-    )
-    stop.add_argument(
-        "--wait",
-        type=float,
-        default=15.0,
-        metavar="S",
-        help="seconds to wait for it to end (default 15)",
-    )
-    stop.set_defaults(func="daemonctl:cmd_stop")
-    restart = sub.add_parser(
-        "restart",
-        parents=[glob],
-        help="stop ikigaid and start it with this shell's environment (and keys)",
-        description="Stop ikigaid (if it runs) and start it with this shell's environment.",
-    )
-    restart.add_argument("--wait", type=float, default=15.0, metavar="S", help="for the stop")
-    restart.set_defaults(func="daemonctl:cmd_restart")
-    sub.add_parser(
-        "reload", parents=[glob], help="re-read config.json and credentials.json (as SIGHUP)"
-    ).set_defaults(func="daemonctl:cmd_reload")
-    logs = sub.add_parser(
-        "logs",
-        parents=[glob],
-        help="print the daemon's log",
-        description="Print the end of the daemon's log file (--json: the raw JSON lines).",
-    )
-    logs.add_argument(
-        "--lines",
-        "-n",
-        type=int,
-        default=50,
-        metavar="N",
-        help="how many lines from the end (0: all; default 50)",
-    )
-    logs.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
-    logs.set_defaults(func="daemonctl:cmd_logs")
-
-
-def _add_keys(p: argparse.ArgumentParser) -> None:
-    # one positional ACTION, not sub-commands: the command is parsed intermixed
-    p.add_argument("action", metavar="ACTION", choices=["list", "set", "rm"], help="list|set|rm")
-    p.add_argument("provider", metavar="PROVIDER", nargs="?", help="set: key read without echo")
-
-
 def _add_chat(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "agent", metavar="AGENT", nargs="?", help="the agent to talk to (default: a new one)"
@@ -363,6 +275,7 @@ def _add_chat(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", "-m", metavar="M/T", help="model of the new agent (without AGENT)")
     p.add_argument("--name", "-n", help="name of the new agent (without AGENT)")
     _cwd(p, "the folder the new agent's tools run in (default: the current directory)")
+    _policy(p, "the new agent (without AGENT)")
     p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
 
 
@@ -377,7 +290,7 @@ def _glob_parent() -> argparse.ArgumentParser:
 
 
 def _fill(cmd: argparse.ArgumentParser, name: str, glob: argparse.ArgumentParser) -> None:
-    add = globals()[f"_add_{name}"]
+    add = globals().get(f"_add_{name}") or getattr(_parsers, f"_add_{name}")
     if name in ("mail", "daemon"):
         add(cmd, glob)
     else:

@@ -52,6 +52,12 @@ def folder_arg(text: str | None) -> str | None:
     return os.path.abspath(os.path.expanduser(text))
 
 
+def policy_arg(args: argparse.Namespace) -> str | None:
+    """The ``policy`` param of agent.create/agent.fork: --yolo is the policy
+    named yolo (argparse already refused both)."""
+    return "yolo" if getattr(args, "yolo", False) else getattr(args, "policy", None)
+
+
 def prompt_text(value: str | None) -> str | None:
     """PROMPT as given; ``-`` reads it from stdin.
 
@@ -150,6 +156,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         "name": args.name,
         "system": args.system,
         "cwd": folder_arg(args.cwd) or os.getcwd(),
+        "policy": policy_arg(args),
     }
     res: Created = c.call(p.AGENT_CREATE, params)
     info, model = res["agent"], res["model"]
@@ -183,6 +190,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
         "at": args.at,
         "name": args.name,
         "cwd": folder_arg(args.cwd),
+        "policy": policy_arg(args),
     }
     res: Created = c.call(p.AGENT_FORK, params)
     info, model = res["agent"], res["model"]
@@ -266,7 +274,7 @@ def cmd_kill(args: argparse.Namespace) -> int:
 def cmd_ls(args: argparse.Namespace) -> int:
     agents: list[ListedAgent] = client(args).call(p.AGENT_LIST, {"include_dead": args.all or None})
     if not _out(args, agents):
-        render.agent_tree(agents, sys.stdout)
+        render.agent_tree(agents, sys.stdout, color=render.use_color())
     return EXIT_OK
 
 

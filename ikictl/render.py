@@ -151,19 +151,50 @@ def state_of(info: AgentInfo) -> str:
     return info.get("state") or info.get("status") or "?"
 
 
-def table(rows: list[list[str]], out: TextIO, right: set[int] | None = None) -> None:
+def table(
+    rows: list[list[str]],
+    out: TextIO,
+    right: set[int] | None = None,
+    paint: dict[tuple[int, str], str] | None = None,
+) -> None:
+    """``paint``: (column, whole text of a cell) -> the style it is drawn in
+    (after padding is measured: the escape codes take no column)."""
     right = right or set()
+    paint = paint or {}
     rows = [[safe_line(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(r)]
+        cells = []
+        for i, c in enumerate(r):
+            pad = " " * (widths[i] - len(c))
+            code = paint.get((i, c))
+            text = f"{code}{c}{RESET}" if code else c
+            cells.append(pad + text if i in right else text + pad)
         out.write("  ".join(cells).rstrip() + "\n")
+
+
+def policy_of(info: AgentInfo) -> str:
+    """The policy an agent's calls answer to: the last of its chain (the
+    narrowest), ``YOLO`` when it allows everything."""
+    if info.get("yolo"):
+        return "YOLO"
+    chain = info.get("policy") or []
+    return safe_line(chain[-1]) if chain else "default"
+
+
+def _policies_differ(agents: list[ListedAgent]) -> bool:
+    """Is a POLICY column worth its width: some agent is not on plain ``default``."""
+    return any(policy_of(a) not in ("-", "default") for a in agents)
 
 
 # ---------------------------------------------------------------- ls: the tree
 
 
-def agent_tree(agents: list[ListedAgent], out: TextIO, *, mark: str | None = None) -> None:
+def agent_tree(
+    agents: list[ListedAgent], out: TextIO, *, mark: str | None = None, color: bool = False
+) -> None:
+    """The tree of agents; a POLICY column when some agent is not on the
+    default policy (YOLO in bold red on a terminal)."""
     if not agents:
         out.write("no agents (create one with `ikictl new`)\n")
         return
@@ -172,23 +203,27 @@ def agent_tree(agents: list[ListedAgent], out: TextIO, *, mark: str | None = Non
     for a in agents:
         parent = a.get("parent")
         children.setdefault(parent if parent in by_uuid else None, []).append(a)
+    policies = _policies_differ(agents)
     rows = [["ID", "NAME", "STATE", "MODEL", "THINKING", "TOKENS IN/OUT", "COST"]]
+    if policies:
+        rows[0].insert(5, "POLICY")
 
     def walk(a: ListedAgent, prefix: str, last: bool, top: bool) -> None:
         branch = "" if top else prefix + ("└─ " if last else "├─ ")
         usage = a["usage"]
         current = ("* " if a["uuid"] == mark else "  ") if mark else ""
-        rows.append(
-            [
-                current + branch + short_of(a),
-                safe_line(a.get("name") or "-"),
-                state_of(a),
-                model_of(a) + next_model_of(a),
-                thinking_of(a),
-                f"{num(usage.get('input_tokens'))}/{num(usage.get('output_tokens'))}",
-                money(usage.get("cost_usd")),
-            ]
-        )
+        row = [
+            current + branch + short_of(a),
+            safe_line(a.get("name") or "-"),
+            state_of(a),
+            model_of(a) + next_model_of(a),
+            thinking_of(a),
+            f"{num(usage.get('input_tokens'))}/{num(usage.get('output_tokens'))}",
+            money(usage.get("cost_usd")),
+        ]
+        if policies:
+            row.insert(5, policy_of(a))
+        rows.append(row)
         kids = children.get(a["uuid"], [])
         below = "" if top else prefix + ("   " if last else "│  ")
         for i, k in enumerate(kids):
@@ -196,7 +231,8 @@ def agent_tree(agents: list[ListedAgent], out: TextIO, *, mark: str | None = Non
 
     for a in children.get(None, []):
         walk(a, "", True, True)
-    table(rows, out, right={5, 6})
+    right = {6, 7} if policies else {5, 6}
+    table(rows, out, right=right, paint={(5, "YOLO"): BOLD + RED} if color else None)
 
 
 # ---------------------------------------------------------------- show
@@ -217,6 +253,7 @@ def show_agent(info: ShownAgent, out: TextIO) -> None:
         ("thinking", thinking_of(info)),
         ("system", one_line(info.get("system_prompt")) or "-"),
         ("cwd", info.get("cwd") or "- (the daemon's)"),
+        *([("policy", chain_text(info))] if "policy" in info else []),
         ("current turn", info.get("current_turn") or "-"),
         ("queued", str(info.get("queued", 0))),
         ("created", info.get("created_at")),
@@ -241,6 +278,15 @@ def show_agent(info: ShownAgent, out: TextIO) -> None:
             lines.append(("last error", error_text(last["error"])))
     for k, v in lines:
         out.write(f"{k + ':':<14}{safe_line(v)}\n")
+
+
+def chain_text(info: AgentInfo) -> str:
+    """The whole policy chain, ancestors' first (the strictest answer wins)."""
+    chain = info.get("policy") or []
+    text = " > ".join(chain) if chain else "default"
+    if info.get("yolo"):
+        text += "  (YOLO: every tool call runs without asking)"
+    return text
 
 
 def turns_text(usage: Any) -> str:

@@ -18,7 +18,7 @@ from daemon import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_INTERRUPTED, DaemonUnreachable, UsageError
 from ikictl.client import Client
-from ikictl.commands import client, folder_arg, model_text
+from ikictl.commands import client, folder_arg, model_text, policy_arg
 from ikictl.stream import EventPrinter, run_turn
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
@@ -245,7 +245,7 @@ class Chat:
     def do_agents(self, rest: list[str]) -> None:
         every = bool(rest and rest[0] in ("-a", "--all"))
         agents: list[ListedAgent] = self.c.call(p.AGENT_LIST, {"include_dead": every or None})
-        render.agent_tree(agents, sys.stdout, mark=self.uuid)
+        render.agent_tree(agents, sys.stdout, mark=self.uuid, color=self.color)
 
     def do_switch(self, rest: list[str]) -> None:
         if not rest:
@@ -335,6 +335,9 @@ def _save_history(path: Path | None) -> None:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
+    if args.agent and policy_arg(args):
+        # an agent's policy is set when it is made: silently ignoring it would mislead
+        raise UsageError("--policy/--yolo are for a new agent (chat without AGENT)")
     c = client(args)
     info: AgentInfo
     if args.agent:
@@ -342,7 +345,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
     else:
         res: Created = c.call(
             p.AGENT_CREATE,
-            {"model": args.model, "name": args.name, "cwd": folder_arg(args.cwd) or os.getcwd()},
+            {
+                "model": args.model,
+                "name": args.name,
+                "cwd": folder_arg(args.cwd) or os.getcwd(),
+                "policy": policy_arg(args),
+            },
         )
         info = res["agent"]
         print(f"created {render.label(info)} · {res['model'].get('description')}")

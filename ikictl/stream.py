@@ -54,6 +54,8 @@ class EventPrinter:
         self.usage: dict[str, int] = {}
         self.reply: list[str] = []
         self.abandoned = False  # a second Ctrl+C: stopped waiting for the cancelled turn
+        self.socket: str | None = None  # where approvals are answered (run_turn, watch)
+        self.decided: set[str] = set()  # approvals answered: a replay must not ask again
 
     # ------------------------------------------------------------ output
 
@@ -152,6 +154,13 @@ class EventPrinter:
             f"[tool {ev.get('name')} {how}] {one_line(first, 100)}{tail}",
             RED if ev.get("is_error") else YELLOW,
         )
+
+    def _on_approval_requested(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
+        from ikictl.approvals import on_event  # asks on the terminal, answers on its own line
+
+        on_event(self, ev)
+
+    _on_approval_decided = _on_approval_requested
 
     def _on_done(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self._add_usage(ev.get("usage") or {})
@@ -263,6 +272,7 @@ def run_turn(
     if on_started is not None:
         on_started(started)
     follow = Follow(before["uuid"], sub["subscription"], started["turn"])
+    printer.socket = client.path
     try:
         ended = _follow(client, follow, printer)
     except KeyboardInterrupt:
@@ -408,6 +418,7 @@ def watch(
     then waits for the end of that replay before it looks at the agent."""
     sub: Subscribed = client.call(p.AGENT_SUBSCRIBE, {"agent": agent, "from_seq": from_seq})
     sid = sub["subscription"]
+    printer.socket = client.path
     end = int(sub.get("next_seq") or 0)  # the replay is every event before this one
     code = EXIT_OK
     if from_seq is not None and from_seq < end:
@@ -470,6 +481,8 @@ def _notifications(client: Client, sid: int) -> Iterator[tuple[bool, dict[str, A
 def _replay(client: Client, printer: EventPrinter, backlog: list[dict[str, Any]]) -> int:
     """Print the replay; returns the exit code of its last turn."""
     code = EXIT_OK
+    evs = [params.get("event") or {} for params in backlog]
+    printer.decided |= {str(e.get("approval")) for e in evs if e.get("type") == "approval_decided"}
     skip: str | None = None  # a turn printed from history: only its end comes from the log
     if backlog and (backlog[0].get("event") or {}).get("type") == "lagged":
         lag, backlog = backlog[0], backlog[1:]

@@ -11,7 +11,8 @@ The store knows nothing of trio: call it through ``trio.to_thread.run_sync``.
 See docs/store.md for the schema, the message kinds and how replay works.
 """
 
-from ._engine import data_dir, default_url, display_url, resolve_url
+from ._approvals import ApprovalClosed, NoSuchApproval
+from ._engine import data_dir, default_url, display_url, resolve_url, sqlite_file
 from ._errors import (
     AgentNotFound,
     AmbiguousAgent,
@@ -29,6 +30,7 @@ from ._store import Store
 from ._types import (
     KINDS,
     AgentRecord,
+    ApprovalRecord,
     Entry,
     MailRecord,
     MessageRecord,
@@ -42,6 +44,8 @@ __all__ = [
     "AgentNotFound",
     "AgentRecord",
     "AmbiguousAgent",
+    "ApprovalClosed",
+    "ApprovalRecord",
     "BadForkPoint",
     "DatabaseUnreachable",
     "Entry",
@@ -49,6 +53,7 @@ __all__ = [
     "MailRecord",
     "MessageRecord",
     "NameTaken",
+    "NoSuchApproval",
     "NoSuchMark",
     "QueuedPrompt",
     "SchemaDrift",
@@ -61,5 +66,6 @@ __all__ = [
     "default_url",
     "display_url",
     "resolve_url",
+    "sqlite_file",
     "uuid7",
 ]

@@ -35,9 +35,11 @@ class AgentsMixin(StoreBase):
         system_prompt: str = "",
         parent_uuid: str | None = None,
         cwd: str | None = None,
+        policy: str | None = None,
     ) -> AgentRecord:
         """A new running agent with an empty history. ``parent_uuid`` places it
-        in the tree (a spawned child) without inheriting history; see fork()."""
+        in the tree (a spawned child) without inheriting history; see fork().
+        ``policy``: its policy chain as JSON text (None: the configured default)."""
         check_name(name)
         check_level(thinking_level)
         with self._write() as conn:
@@ -53,6 +55,7 @@ class AgentsMixin(StoreBase):
                 thinking_level=thinking_level,
                 system_prompt=system_prompt,
                 cwd=cwd,
+                policy=policy,
             )
             if system_prompt:
                 self._insert(conn, record.uuid, [Prepared("system", system_prompt)])
@@ -211,12 +214,14 @@ class AgentsMixin(StoreBase):
         thinking_level: str | None = None,
         system_prompt: str | None = None,
         cwd: str | None = None,
+        policy: str | None = None,
     ) -> AgentRecord:
         """A new running agent that inherits the parent's history up to
         ``at_message_id`` (default: the newest row the parent sees). Nothing is
         copied: one agent row and one ``fork`` row, in one transaction, at a cost
         that does not depend on history length. Model settings and system
-        prompt and working directory are the parent's unless given; the name defaults to
+        prompt, working directory and policy chain are the parent's unless given; the name
+        defaults to
         ``<parent name>-<last 6 characters of the new id>``.
 
         BadForkPoint if ``at_message_id`` is not in the parent's history."""
@@ -255,6 +260,7 @@ class AgentsMixin(StoreBase):
                 else parent.thinking_level,
                 system_prompt=system_prompt if system_prompt is not None else parent.system_prompt,
                 cwd=cwd if cwd is not None else parent.cwd,
+                policy=policy if policy is not None else parent.policy,
             )
             data = {"parent_uuid": parent_uuid, "at_message_id": at}
             text = f"forked from {parent.name} ({parent_uuid}) at message {at}"
@@ -313,7 +319,7 @@ def _check_fork_point(conn: sa.Connection, ranges: Any, at: int, parent: Any) ->
         return
     after = conn.execute(
         sa.select(m.id, m.kind)
-        .where(cond, m.id > at, m.kind != "tool_call")
+        .where(cond, m.id > at, m.kind.notin_(("tool_call", "permission")))
         .order_by(m.id)
         .limit(1)
     ).first()

@@ -81,6 +81,9 @@ agents = sa.Table(
     sa.Column("turn_start", RowId, nullable=True),
     # where its tools run; NULL (agents from before 0003): the daemon's own
     sa.Column("cwd", sa.Text(), nullable=True),
+    # its chain of tool-permission policy names, JSON: ancestors' first, its own
+    # last (a fork can only narrow); NULL: the configured default
+    sa.Column("policy", sa.Text(), nullable=True),
     sa.Index("ix_agents_parent_uuid", "parent_uuid"),
     # a name is unique among live agents; dead ones keep theirs
     sa.Index(
@@ -150,6 +153,26 @@ prompt_queue = sa.Table(
     sa.Column("dropped_at", UTCDateTime(), nullable=True),
     sa.Index("ix_prompt_queue_agent_uuid_id", "agent_uuid", "id"),
     sqlite_autoincrement=True,
+)
+
+# Every tool-permission approval asked; a pending one (decided_at NULL)
+# survives a restart and is asked again.
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("agent_uuid", sa.String(AGENT_ID_LEN), sa.ForeignKey("agents.uuid"), nullable=False),
+    sa.Column("turn", sa.String(64), nullable=False),
+    sa.Column("tool_call_id", sa.String(256), nullable=False),
+    # {"call": the ToolCallBlock as msgspec wrote it, "policy": the policy that asked}
+    sa.Column("call_json", sa.Text(), nullable=False),
+    sa.Column("rule", sa.Text(), nullable=False),  # the label of the rule that asked
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("decided_at", UTCDateTime(), nullable=True),
+    sa.Column("decision", sa.String(8), nullable=True),  # allow | deny
+    sa.Column("decided_by", sa.Text(), nullable=True),
+    sa.Column("reason", sa.Text(), nullable=True),
+    sa.Index("ix_approvals_agent_uuid", "agent_uuid"),
 )
 
 # A view the migrations create (not part of ``metadata``, so autogenerate

@@ -8,19 +8,21 @@ the transactions, the lineage cache, the shared row writers):
     _mail.py      send, inbox, mark read
     _usage.py     token totals and cost
     _turns.py     the durable prompt queue and turn boundaries
+    _approvals.py tool calls asked about, and the permission rows of decisions
     _rows.py      entries -> rows (with their checks), SQL rows -> records
 """
 
 from __future__ import annotations
 
 from ._agents import AgentsMixin
+from ._approvals import ApprovalsMixin
 from ._mail import MailMixin
 from ._messages import MessagesMixin
 from ._turns import TurnsMixin
 from ._usage import UsageMixin
 
 
-class Store(AgentsMixin, MessagesMixin, MailMixin, UsageMixin, TurnsMixin):
+class Store(AgentsMixin, MessagesMixin, MailMixin, UsageMixin, TurnsMixin, ApprovalsMixin):
     """SQL history of every agent: SQLite file (default) or PostgreSQL.
 
     Synchronous and thread-safe: call it from trio with

@@ -26,6 +26,9 @@ KINDS: Final = frozenset(
         "model_switch",  # provider/model/thinking changed; data.from, data.to
         "interrupted",  # the turn starting at data.turn_start was cancelled
         "usage",  # tokens spent without an assistant message (e.g. a cancelled stream)
+        # a tool call passed the gate or not; data: tool_call_id, tool, decision,
+        # rule, policy, by, reason (+ approval, remember when asked). Not replayed
+        "permission",
     }
 )
 # Kinds whose row holds a providers.types.Message, and the role it must have.
@@ -49,6 +52,7 @@ class AgentRecord(msgspec.Struct, frozen=True, kw_only=True):
     created_at: datetime
     ended_at: datetime | None
     cwd: str | None = None  # where its tools run; None: the daemon's own
+    policy: str | None = None  # its policy chain, JSON list of names; None: the default
 
     @property
     def alive(self) -> bool:
@@ -74,6 +78,30 @@ class QueuedPrompt(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     mail_ids: list[int]
     created_at: datetime
+
+
+class ApprovalRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool call the gate asked about (see store/_approvals.py); pending
+    while ``decision`` is None."""
+
+    id: str
+    agent_uuid: str
+    agent_name: str
+    turn: str
+    tool_call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    rule: str
+    policy: str
+    created_at: datetime
+    decided_at: datetime | None = None
+    decision: str | None = None  # allow | deny
+    decided_by: str | None = None
+    reason: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.decision is None
 
 
 class MailRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -4,7 +4,8 @@ In a temporary IKIGAI_HOME it starts the fake provider server (the offline
 stand-in for Anthropic, OpenAI and Gemini), points the daemon at it, and runs
 real ``ikictl`` commands — each printed before its output, so you see what to
 type: the daemon on the embedded SQLite default, an agent, a streamed answer
-with thinking, a tool call, a fork to another provider, a model switch, a
+with thinking, a tool call the default policy asks about (answered by
+`ikictl approve`), a fork to another provider, a model switch, a
 cancel, and the history and usage views. Everything it started is stopped and
 the folder removed at the end, even on failure or Ctrl+C.
 """
@@ -51,11 +52,36 @@ class Demo:
     def say(self, text: str) -> None:
         print(text, flush=True)
 
-    def ikictl(self, *args: str, expect: int = 0) -> None:
+    def ikictl(self, *args: str, expect: int = 0, whole: bool = False) -> None:
+        """Run and show a command; ``whole``: its output in one write, so a
+        command running in the background cannot cut into its lines."""
         print(f"$ ikictl {shlex.join(args)}", flush=True)
-        code = subprocess.run([*IKICTL, *args], env=self.env, stdin=subprocess.DEVNULL).returncode
+        if whole:
+            r = subprocess.run([*IKICTL, *args], env=self.env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            sys.stdout.write(r.stdout + r.stderr)
+            sys.stdout.flush()
+            code = r.returncode
+        else:
+            code = subprocess.run([*IKICTL, *args], env=self.env, stdin=subprocess.DEVNULL).returncode
         if code != expect:
             raise DemoFailed(f"`ikictl {shlex.join(args)}` exited {code}, expected {expect}")
+
+    def ikictl_background(self, *args: str) -> subprocess.Popen:
+        print(f"$ ikictl {shlex.join(args)} &", flush=True)
+        return subprocess.Popen([*IKICTL, *args], env=self.env, stdin=subprocess.DEVNULL)
+
+    def wait_for_approval(self, limit: float = 30) -> str:
+        """The id of the first pending approval, as a script would poll for it."""
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            r = subprocess.run(
+                [*IKICTL, "approvals", "--json"], env=self.env, capture_output=True, text=True
+            )
+            pending = json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else []
+            if pending:
+                return str(pending[0]["approval"])
+            time.sleep(0.1)
+        raise DemoFailed(f"no approval was asked within {limit:g} s")
 
     # ------------------------------------------------------------ set-up, clean-up
 
@@ -125,8 +151,14 @@ class Demo:
         self.step("Create an agent; its first answer streams, thinking included")
         self.ikictl("new", "--name", "demo", "--model", "claude-sonnet-4-5/med", "What is ikigai, in two sentences?")
 
-        self.step("A tool call: the model runs bash, the result goes back to it")
-        self.ikictl("send", "demo", "Please run a tool to say hello")
+        self.step("A tool call: the default policy asks first; here a script answers")
+        self.say("(on a terminal ikictl would ask inline: [y]es/[n]o/[a]lways)")
+        send = self.ikictl_background("send", "demo", "Please run a tool to say hello")
+        approval = self.wait_for_approval()
+        self.ikictl("approvals")
+        self.ikictl("approve", approval, whole=True)
+        if send.wait(60) != 0:
+            raise DemoFailed(f"`ikictl send` exited {send.returncode}, expected 0")
 
         self.step("Fork to another provider: the child shares the history, answers with Gemini")
         self.ikictl("fork", "demo", "--name", "gem", "--model", "gemini-2.5-flash/low", "Summarise our conversation")

@@ -24,6 +24,7 @@ def test_scripts_demo_runs_offline_and_cleans_up() -> None:
         "$ ikictl daemon start",
         "$ ikictl new --name demo --model claude-sonnet-4-5/med 'What is ikigai, in two sentences?'",
         "thinking: The user asks: What is ikigai, in two sentences?. A short, friendly answer fits.",
+        "$ ikictl send demo 'Please run a tool to say hello' &",
         "[tool bash] $ echo hello from a tool",
         "[tool bash ok] hello from a tool",
         "The tool ran and printed: hello from a tool",

@@ -18,8 +18,10 @@ model.
 
 Tool processes get an environment built by ``ToolEnv`` from an allowlist (no
 API key, no IKIGAI_* variable of the daemon's); the file tools refuse the
-files of ``Guard`` (credentials.json). Bash can still read what the daemon's
-user can read: that needs a sandbox.
+files of ``Guard`` (credentials.json). Bash and external tools read what the
+daemon's user can read unless the ToolContext asks for a sandbox
+(``sandbox="workdir"|"strict"``, bubblewrap: see _sandbox), which also hides
+the Guard's files and their folder.
 """
 
 from ._agents import agent_tools
@@ -29,6 +31,7 @@ from ._env import EnvRule, ToolEnv, is_env_name, provider_key_names
 from ._external import discover_external_tools, external_tool
 from ._guard import Guard, Protected
 from ._registry import ToolRegistry
+from ._sandbox import sandbox_available, sandbox_problem, wrap
 from ._validate import validate
 
 __all__ = [
@@ -49,5 +52,8 @@ __all__ = [
     "external_tool",
     "is_env_name",
     "provider_key_names",
+    "sandbox_available",
+    "sandbox_problem",
     "validate",
+    "wrap",
 ]

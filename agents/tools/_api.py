@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._env import ToolEnv
 from ._guard import Guard
+
+if TYPE_CHECKING:  # at run time: the permissions package may import tools' names
+    from agents.permissions._types import Sandbox
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,9 @@ class ToolContext:
     # None: the registry's (ToolRegistry fills them in), else the safe defaults.
     tool_env: ToolEnv | None = None
     guard: Guard | None = None
+    # How bash and external tools are confined (see _sandbox), from the policy.
+    sandbox: Sandbox = "none"
+    network: bool = False
 
     def process_env(self, tool: str) -> dict[str, str]:
         """The environment of a process run by ``tool`` for this agent."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from ._api import ToolContext, ToolOutput, ToolSpec
 from ._process import KILL_GRACE, run_captured
+from ._sandbox import confine
 from ._text import seconds
 
 __all__ = ["bash_tool"]
@@ -29,10 +30,11 @@ def bash_tool(*, timeout: float = 120.0, max_output: int = 64 * 1024) -> ToolSpe
         wanted = args.get("timeout")
         limit_s = timeout if wanted is None else min(float(wanted), timeout)
         env = ctx.process_env("bash")
+        argv = await confine(["bash", "-c", command], ctx)
+        if isinstance(argv, ToolOutput):
+            return argv
         try:
-            done = await run_captured(
-                ["bash", "-c", command], cwd=ctx.cwd, env=env, limit=limit, time_limit=limit_s
-            )
+            done = await run_captured(argv, cwd=ctx.cwd, env=env, limit=limit, time_limit=limit_s)
         except FileNotFoundError:
             if not _is_dir(ctx.cwd):
                 return ToolOutput(f"the working folder {ctx.cwd} does not exist", is_error=True)

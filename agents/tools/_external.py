@@ -36,6 +36,7 @@ import trio
 from ._api import ToolContext, ToolOutput, ToolSpec
 from ._env import ToolEnv
 from ._process import Completed, run_captured
+from ._sandbox import confine
 from ._text import clean, clip, seconds
 
 __all__ = ["discover_external_tools", "external_tool"]
@@ -198,9 +199,14 @@ def external_tool(
 
     async def run_external(args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         env = ctx.process_env(name)
+        # the tool's own folder stays readable in a sandbox that hides what
+        # holds it (a home in "strict")
+        argv = await confine([str(exe)], ctx, expose=[exe])
+        if isinstance(argv, ToolOutput):
+            return argv
         # the registry applies the timeout; a cancel ends the process group
         done = await run_captured(
-            [str(exe)],
+            argv,
             cwd=ctx.cwd,
             env=env,
             # the model's arguments may hold lone surrogates; the tool gets UTF-8

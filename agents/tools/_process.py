@@ -142,9 +142,11 @@ async def end_group(pgid: int, grace: float = KILL_GRACE) -> None:
     _signal_group(pgid, signal.SIGKILL)
 
 
-async def _deliver_cancel(proc: trio.Process, grace: float) -> None:
+async def _deliver_cancel(proc: trio.Process, grace: float, spawned: list[int]) -> None:
     # Called by trio.run_process (shielded) when we are cancelled. It is itself
-    # cancelled as soon as the direct child exits; end_group then finishes.
+    # cancelled as soon as the direct child exits; end_group then finishes -
+    # told the group here, as a cancel may come before nursery.start returned it.
+    spawned.append(proc.pid)
     _signal_group(proc.pid, signal.SIGTERM)
     _signal_group(proc.pid, signal.SIGCONT)
     await trio.sleep(grace)
@@ -178,6 +180,7 @@ async def run_captured(
     err = None if merge_stderr else Capture(head_limit=0, tail_limit=stderr_limit)
     result = Completed(returncode=None, stdout=out, stderr=err)
     pgid: int | None = None
+    spawned: list[int] = []  # the group, as _deliver_cancel saw it
     ended_normally = False
 
     async def pump(stream: trio.abc.ReceiveStream, capture: Capture, done: trio.Event) -> None:
@@ -224,7 +227,7 @@ async def run_captured(
                             env=dict(env),
                             check=False,
                             start_new_session=True,
-                            deliver_cancel=partial(_deliver_cancel, grace=grace),
+                            deliver_cancel=partial(_deliver_cancel, grace=grace, spawned=spawned),
                         )
                     )
                 except OSError as exc:  # raised below, outside the nursery: not in a group
@@ -235,7 +238,11 @@ async def run_captured(
                     ended_normally = not result.lingering
         result.timed_out = scope.cancelled_caught and not ended_normally
     finally:
+        if pgid is None and spawned:
+            pgid = spawned[0]
         if pgid is not None and not ended_normally:
+            # a process born after the SIGTERM (bwrap's, starting its sandbox)
+            # is still in the group: the group is ended, not just the child
             with trio.CancelScope(shield=True):
                 await end_group(pgid, grace)
     if spawn_error is not None:

@@ -16,14 +16,14 @@ _ikictl() {
     --model|-m|--name|-n|--system|-s|--at|--from|--limit|--before|--lines|--wait) return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "new send watch fork model system cancel kill ls show history usage clear mark rewind mail models status daemon keys chat completion --json --no-autostart --socket --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "new send watch fork model system cancel kill ls show history usage clear mark rewind mail models status daemon keys chat approvals approve deny completion --json --no-autostart --socket --version --help" -- "$cur"))
     return
   fi
   case "$cmd" in
-    new) opts="-h --help --json --no-autostart --socket --model -m --name -n --system -s --cwd -C --no-thinking --no-wait"; agents=0; choices="" ;;
+    new) opts="-h --help --json --no-autostart --socket --model -m --name -n --system -s --cwd -C --policy --yolo --no-thinking --no-wait"; agents=0; choices="" ;;
     send) opts="-h --help --json --no-autostart --socket --no-thinking --no-wait"; agents=1; choices="" ;;
     watch) opts="-h --help --json --no-autostart --socket --from --until-idle --no-thinking"; agents=1; choices="" ;;
-    fork) opts="-h --help --json --no-autostart --socket --model -m --at --name -n --cwd -C --no-thinking --no-wait"; agents=1; choices="" ;;
+    fork) opts="-h --help --json --no-autostart --socket --model -m --at --name -n --cwd -C --policy --yolo --no-thinking --no-wait"; agents=1; choices="" ;;
     model) opts="-h --help --json --no-autostart --socket --queue"; agents=1; choices="" ;;
     system) opts="-h --help --json --no-autostart --socket"; agents=1; choices="" ;;
     cancel) opts="-h --help --json --no-autostart --socket --at-boundary"; agents=1; choices="" ;;
@@ -57,7 +57,10 @@ _ikictl() {
         logs) opts="-h --help --json --no-autostart --socket --lines -n --follow -f"; agents=0 ;;
       esac ;;
     keys) opts="-h --help --json --no-autostart --socket"; agents=0; choices="list set rm" ;;
-    chat) opts="-h --help --json --no-autostart --socket --model -m --name -n --cwd -C --no-thinking"; agents=1; choices="" ;;
+    chat) opts="-h --help --json --no-autostart --socket --model -m --name -n --cwd -C --policy --yolo --no-thinking"; agents=1; choices="" ;;
+    approvals) opts="-h --help --json --no-autostart --socket"; agents=1; choices="" ;;
+    approve) opts="-h --help --json --no-autostart --socket --remember -r"; agents=0; choices="" ;;
+    deny) opts="-h --help --json --no-autostart --socket --reason"; agents=0; choices="" ;;
     completion) opts="-h --help --json --no-autostart --socket"; agents=0; choices="bash zsh" ;;
   esac
   if [[ $cur == -* ]]; then

@@ -8,6 +8,7 @@ import trio
 
 from agents import AgentConfig, AsyncStore, ProviderPool, RetryPolicy, Supervisor
 from agents.events import LogEntry, TurnEnded
+from agents.permissions import Permissions
 from agents.tools import ToolRegistry
 from providers.settings import settings_for
 from store import Store
@@ -49,11 +50,15 @@ class Harness:
         config: AgentConfig | None = None,
         env: dict[str, str] | None = None,
         read_timeout: float = 5.0,
+        permissions: Permissions | None = None,
     ) -> Supervisor:
         self.store = Store(f"sqlite:///{self.db_path}")
         pool = ProviderPool(settings=fake_settings(self.fake, env, read_timeout))
         config = config or AgentConfig(retry=RetryPolicy(base_delay=0.01, jitter=0.0))
-        sup = Supervisor(AsyncStore(self.store), pool, tools or ToolRegistry(), config)
+        # the turn-loop tests run their tools unasked; tests/agents/test_gate.py
+        # and the policy tests bring their own permissions
+        permissions = permissions or Permissions(default="yolo")
+        sup = Supervisor(AsyncStore(self.store), pool, tools or ToolRegistry(), config, permissions)
 
         async def run(task_status=trio.TASK_STATUS_IGNORED):
             with trio.CancelScope() as scope:

@@ -19,6 +19,7 @@ def write_home(home: Path, fake: FakeProvider, **config) -> None:
     home.mkdir(parents=True, exist_ok=True)
     cfg = {
         "default_model": "claude-sonnet-4-5/low",
+        "policy": "yolo",  # tool calls run unasked; the permission tests set their own
         "providers": {
             "anthropic": {"base_url": fake.base_url, "read_timeout": 10},
             "openai": {"base_url": f"{fake.base_url}/v1", "read_timeout": 10},

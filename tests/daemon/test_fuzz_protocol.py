@@ -177,6 +177,11 @@ _by_field: dict[str, Any] = {
     "system": _plain,
     "prompt": _plain | st.none(),
     "cwd": st.sampled_from(["/tmp", "/", "relative", "/no/such/dir", "/etc/passwd", "/tmp/../tmp/"]) | _plain,
+    "policy": st.sampled_from(["default", "yolo", "nope"]) | _plain,
+    "approval": st.sampled_from(["ap-0", "ap-000000000000"]) | _plain,
+    "decision": st.sampled_from(["allow", "deny", "maybe"]) | _plain,
+    "remember": st.sampled_from(["once", "agent", "session", "forever"]) | _plain,
+    "reason": _plain | st.none(),
 }
 _BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread"}
 

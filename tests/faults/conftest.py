@@ -108,7 +108,8 @@ class Outcome:
 
     @property
     def kinds(self) -> list[str]:
-        return [m["kind"] for m in self.history]
+        # the policy's decision rows are checked by tests/agents/test_gate.py
+        return [m["kind"] for m in self.history if m["kind"] != "permission"]
 
     def attempts_with_output(self) -> list[bool]:
         """For each provider attempt of the turn: did it publish any output block event?"""

@@ -35,6 +35,7 @@ def clean_env(home: Path) -> dict[str, str]:
 
 def write_config(home: Path, url: str, **extra: object) -> None:
     config = {
+        "policy": "yolo",  # tool calls run unasked; test_approvals.py sets its own
         "providers": {
             "anthropic": {"base_url": url},
             "openai": {"base_url": url + "/v1"},

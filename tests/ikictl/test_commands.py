@@ -111,9 +111,10 @@ def test_fork_to_another_provider_and_tree(daemon: Daemon) -> None:
     forked = daemon.ikictl("fork", "parent", "--json").json()
     assert forked["agent"]["parent"] == daemon.ikictl("show", "parent", "--json").json()["uuid"]  # type: ignore[index]
     ls = daemon.ikictl("ls").lines
-    assert ls[0].split() == ["ID", "NAME", "STATE", "MODEL", "THINKING", "TOKENS", "IN/OUT", "COST"]
+    # the fixture's agents run under the yolo policy: the POLICY column says so
+    assert ls[0].split() == ["ID", "NAME", "STATE", "MODEL", "THINKING", "POLICY", "TOKENS", "IN/OUT", "COST"]
     row = next(line for line in ls if " child " in line)
-    assert re.match(r"^[├└]─ [0-9a-f-]{8,}\s+child\s+idle\s+google/gemini-2.5-flash\s+low\s+\d+/\d+\s+\$", row), row
+    assert re.match(r"^[├└]─ [0-9a-f-]{8,}\s+child\s+idle\s+google/gemini-2.5-flash\s+low\s+YOLO\s+\d+/\d+\s+\$", row), row
     agents = daemon.ikictl("ls", "--json").json()
     assert {"uuid", "name", "parent", "provider", "model", "thinking_level", "status", "usage"} <= set(agents[0])  # type: ignore[index]
 

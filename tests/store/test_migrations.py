@@ -13,7 +13,7 @@ from providers.types import Message, TextBlock
 from store import SchemaDrift, SchemaOutOfDate, Store, display_url, migrate
 from store._schema import metadata
 
-TABLES = {"agents", "messages", "mail", "prompt_queue"}
+TABLES = {"agents", "messages", "mail", "prompt_queue", "approvals"}
 
 
 def tables(url: str) -> set[str]:

@@ -1,0 +1,228 @@
+"""Confining the processes of ``bash`` and external tools with bubblewrap.
+
+A policy says how a tool's process runs (``agents.permissions.Sandbox``):
+
+- ``none``: as the daemon's user, unconfined (``wrap`` returns argv unchanged).
+- ``workdir``: the whole filesystem read-only, except the agent's working
+  directory (read-write) and a private, empty ``/tmp`` (gone when the command
+  ends); a private ``/proc`` (the daemon's own process, whose memory and
+  environment hold the keys, is not visible), a minimal ``/dev``; no network
+  unless the policy grants it (only a loopback of its own otherwise); no
+  capabilities, even when the daemon runs as root (root could otherwise
+  unmount what hides the secrets below).
+- ``strict``: as ``workdir``, and the places a careful user keeps private or
+  live are empty too: the user's home (``$HOME``, ``/home``, ``/root``), the
+  runtime folders ``/run`` and ``/var/run`` (ssh-agent, gpg-agent, D-Bus and
+  ikigai's own control socket), ``/mnt``, ``/media`` and ``/var/tmp``. The
+  working directory is bound back even when it lies inside one of them. What
+  stays readable is the system: ``/usr``, ``/etc``, ``/opt``...
+
+In every sandboxed mode the daemon's own files are hidden: ``hide`` names
+them (the tools pass each protected file of the ToolContext's Guard and the
+folder holding it - credentials.json in IKIGAI_HOME or ~/.config/ikigai, with
+the database, the logs and the socket when they live there). A folder is
+covered by an empty tmpfs, a file (or socket) by /dev/null - after the working
+directory is bound, so they stay hidden even in an agent working in its home
+or in IKIGAI_HOME itself.
+
+Everything the command starts lives in its own PID namespace, whose first
+process dies with bwrap (--die-with-parent): when the command exits, every
+process it left behind is killed at once, background servers included. On a
+timeout or a cancel, _process ends bwrap's process group as for any command
+(SIGTERM, a grace period, SIGKILL): the command and its children are in that
+group too, because bwrap runs without --new-session. With --new-session they
+would be in a session of their own, out of reach of the group kill, and only
+--die-with-parent would end them - which a cancel in the first milliseconds,
+before bwrap arms it, escapes (a test saw one run in five leave its processes
+behind). --new-session guards a terminal against TIOCSTI; a tool process has
+none: _process starts bwrap in a new session with no controlling terminal,
+stdin is /dev/null or a pipe, and --dev gives a /dev without the host's ttys.
+
+``sandbox_available`` runs bwrap once (cached) with the namespaces ``wrap``
+asks for; ``sandbox_problem`` says why it cannot, for the daemon's log line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from ._api import ToolContext, ToolOutput
+
+if TYPE_CHECKING:  # at run time: the permissions package may import tools' names
+    from agents.permissions._types import Sandbox
+
+__all__ = ["confine", "sandbox_available", "sandbox_problem", "wrap"]
+
+_BWRAP = "bwrap"
+_PROBE_TIMEOUT = 10.0  # seconds; a probe that hangs counts as unavailable
+# Private in "strict": homes, live sockets, removable and mounted data.
+_STRICT_HIDDEN = ("/home", "/root", "/run", "/var/run", "/mnt", "/media", "/var/tmp")
+_NAMESPACES = (
+    "--die-with-parent",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--cap-drop",
+    "ALL",
+)
+
+_lock = threading.Lock()
+_probed: tuple[str | None, str | None] | None = None  # (bwrap path, problem)
+
+
+def _probe() -> tuple[str | None, str | None]:
+    exe = shutil.which(_BWRAP)
+    if exe is None:
+        return None, "bwrap is not on PATH; install the bubblewrap package"
+    argv = [
+        exe,
+        *_NAMESPACES,
+        "--unshare-net",
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        "--tmpfs", "/tmp",
+        "--",
+        "true",
+    ]  # fmt: skip
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_PROBE_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"{exe} cannot run: {exc}"
+    if done.returncode != 0:
+        err = done.stderr.decode("utf-8", errors="replace").strip()[-300:]
+        return None, f"{exe} cannot create a sandbox here (exit {done.returncode}): {err}"
+    return exe, None
+
+
+def _state() -> tuple[str | None, str | None]:
+    global _probed
+    with _lock:
+        if _probed is None:
+            _probed = _probe()
+        return _probed
+
+
+def sandbox_available() -> bool:
+    """Whether bubblewrap is installed and can create its namespaces here.
+    Probed once (it runs a process: call it from a thread in async code)."""
+    return _state()[0] is not None
+
+
+def sandbox_problem() -> str | None:
+    """Why the sandbox is not available, or None when it is."""
+    return _state()[1]
+
+
+def _forget() -> None:
+    """Probe again on the next call (tests that change PATH)."""
+    global _probed
+    with _lock:
+        _probed = None
+
+
+def _real(path: Path | str) -> str:
+    return os.path.realpath(path)
+
+
+def _depth_first(mount: tuple[str, bool]) -> tuple[int, bool, str]:
+    place, bind = mount
+    return len(Path(place).parts), bind, place
+
+
+def wrap(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    mode: Sandbox,
+    network: bool,
+    hide: Iterable[Path] = (),
+    expose: Iterable[Path] = (),
+) -> list[str]:
+    """``argv`` run in a sandbox of ``mode`` (``none``: ``argv`` unchanged).
+
+    ``cwd`` is the only place the command may write. ``hide``: files and
+    folders made unreadable (a folder gets an empty tmpfs, a file /dev/null).
+    ``expose``: folders bound back read-only after the hiding; for a file,
+    its folder and its link target's (an external tool's own folder). A
+    folder given in ``hide`` is never bound back. Paths that do not exist are left out.
+    """
+    if mode == "none":
+        return list(argv)
+    work = _real(cwd)
+    args = [_state()[0] or _BWRAP, *_NAMESPACES]
+    if not network:
+        args.append("--unshare-net")
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # (folder, is a bind): the deeper mount wins, so they are made shallowest
+    # first, a tmpfs before a bind of the same folder. A folder holding the
+    # working directory is thus covered, then the directory bound back; a
+    # hidden folder inside the working directory stays hidden.
+    mounts: dict[str, bool] = {"/tmp": False}
+    if mode == "strict":
+        for place in (os.environ.get("HOME") or str(Path.home()), *_STRICT_HIDDEN):
+            mounts[_real(place)] = False
+    files: list[str] = []
+    for path in hide:
+        real = _real(path)
+        if os.path.isdir(real):
+            mounts[real] = False
+        elif os.path.lexists(real):
+            files.append(real)
+    for item in expose:
+        if os.path.isdir(item):
+            folders = {_real(item)}
+        else:  # a file: its folder, and its target's when it is a link
+            folders = {_real(Path(item).parent), os.path.dirname(_real(item))}
+        for real in folders:
+            if os.path.isdir(real) and real not in mounts:
+                mounts[real] = True
+    mounts[work] = True
+    for place, bind in sorted(mounts.items(), key=_depth_first):
+        if bind:
+            args += ["--bind" if place == work else "--ro-bind", place, place]
+        elif place != "/" and os.path.isdir(place):
+            args += ["--tmpfs", place]
+    for file in files:  # last: nothing bound above may show them again
+        args += ["--ro-bind", "/dev/null", file]
+    args += ["--chdir", work, "--", *argv]
+    return args
+
+
+async def confine(
+    argv: Sequence[str], ctx: ToolContext, *, expose: Iterable[Path] = ()
+) -> list[str] | ToolOutput:
+    """``argv`` wrapped for the context's sandbox, or the error result to give
+    when a sandbox is asked for and cannot be had: the command is then not run
+    at all, never run unconfined. Hidden: each file the context's Guard
+    protects, and the folder holding it (ikigai's own folder)."""
+    if ctx.sandbox == "none":
+        return list(argv)
+    if not await trio.to_thread.run_sync(sandbox_available):
+        return ToolOutput(
+            f"the sandbox is not available ({sandbox_problem()}): not run", is_error=True
+        )
+    hide: list[Path] = []
+    for protected in ctx.files.files:
+        hide += [protected.path, protected.path.parent]
+    # wrap looks at the filesystem (links, folders): not on the event loop
+    return await trio.to_thread.run_sync(
+        partial(
+            wrap, argv, cwd=ctx.cwd, mode=ctx.sandbox, network=ctx.network, hide=hide, expose=expose
+        )
+    )

@@ -1,0 +1,148 @@
+"""Argument builders of the commands with sub-actions or many options of
+their own (mail, daemon, keys, the approvals), kept out of ``ikictl.cli`` so
+that module stays small. Only argparse: it is imported on every run."""
+
+from __future__ import annotations
+
+import argparse
+
+REMEMBER = ("once", "agent", "session")
+
+
+def _agent(p: argparse.ArgumentParser, help: str = "uuid, unique uuid prefix or name") -> None:
+    p.add_argument("agent", metavar="AGENT", help=help)
+
+
+def _policy(p: argparse.ArgumentParser, what: str) -> None:
+    """--policy NAME / --yolo (one of them: argparse refuses both, exit 2)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--policy",
+        metavar="NAME",
+        help=f"the permission policy of {what} (built-in: default, yolo; or one from config)",
+    )
+    g.add_argument(
+        "--yolo",
+        action="store_true",
+        help="allow every tool call without asking (= --policy yolo; shown as YOLO)",
+    )
+
+
+def _add_mail(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="mail_command", metavar="ACTION", required=True)
+    send = sub.add_parser(
+        "send",
+        parents=[glob],
+        help="put a message in an agent's mailbox",
+        description="Send TEXT from agent FROM to agent TO; TO takes it as its next prompt.",
+    )
+    send.add_argument("sender", metavar="FROM", help="the sending agent")
+    send.add_argument("to", metavar="TO", help="the receiving agent")
+    send.add_argument("text", metavar="TEXT", help="the message (`-` reads stdin)")
+    send.set_defaults(func="commands:cmd_mail_send")
+    inbox = sub.add_parser(
+        "inbox",
+        parents=[glob],
+        help="an agent's mail",
+        description="List the mail an agent received.",
+    )
+    _agent(inbox)
+    inbox.add_argument("--unread", action="store_true", help="only mail not yet taken")
+    inbox.set_defaults(func="commands:cmd_mail_inbox")
+
+
+def _add_daemon(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="daemon_command", metavar="ACTION", required=True)
+    start = sub.add_parser(
+        "start",
+        parents=[glob],
+        help="start ikigaid in the background",
+        description=(
+            "Start ikigaid in the background (same environment and IKIGAI_HOME) "
+            "and wait for its socket."
+        ),
+    )
+    start.add_argument(
+        "--wait",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds to wait for the socket (default 10)",
+    )
+    start.set_defaults(func="daemonctl:cmd_start")
+    stop = sub.add_parser(
+        "stop",
+        parents=[glob],
+        help="stop ikigaid gracefully",
+        description="Ask ikigaid to shut down and wait until its process has ended.",
+    )
+    stop.add_argument(
+        "--wait",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="seconds to wait for it to end (default 15)",
+    )
+    stop.set_defaults(func="daemonctl:cmd_stop")
+    restart = sub.add_parser(
+        "restart",
+        parents=[glob],
+        help="stop ikigaid and start it with this shell's environment (and keys)",
+        description="Stop ikigaid (if it runs) and start it with this shell's environment.",
+    )
+    restart.add_argument("--wait", type=float, default=15.0, metavar="S", help="for the stop")
+    restart.set_defaults(func="daemonctl:cmd_restart")
+    sub.add_parser(
+        "reload", parents=[glob], help="re-read config.json and credentials.json (as SIGHUP)"
+    ).set_defaults(func="daemonctl:cmd_reload")
+    logs = sub.add_parser(
+        "logs",
+        parents=[glob],
+        help="print the daemon's log",
+        description="Print the end of the daemon's log file (--json: the raw JSON lines).",
+    )
+    logs.add_argument(
+        "--lines",
+        "-n",
+        type=int,
+        default=50,
+        metavar="N",
+        help="how many lines from the end (0: all; default 50)",
+    )
+    logs.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
+    logs.set_defaults(func="daemonctl:cmd_logs")
+
+
+def _add_keys(p: argparse.ArgumentParser) -> None:
+    # one positional ACTION, not sub-commands: the command is parsed intermixed
+    p.add_argument("action", metavar="ACTION", choices=["list", "set", "rm"], help="list|set|rm")
+    p.add_argument("provider", metavar="PROVIDER", nargs="?", help="set: key read without echo")
+
+
+def _add_approvals(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "agent", metavar="AGENT", nargs="?", help="only this agent's (default: every agent's)"
+    )
+
+
+def _approval_id(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "approval", metavar="ID", help="the approval id, or a unique prefix (`ikictl approvals`)"
+    )
+
+
+def _add_approve(p: argparse.ArgumentParser) -> None:
+    _approval_id(p)
+    p.add_argument(
+        "--remember",
+        "-r",
+        choices=REMEMBER,
+        default="once",
+        help="once (default); agent: allow this rule for the agent from now on; "
+        "session: for every agent until the daemon stops",
+    )
+
+
+def _add_deny(p: argparse.ArgumentParser) -> None:
+    _approval_id(p)
+    p.add_argument("--reason", metavar="TEXT", help="why (the model reads it)")

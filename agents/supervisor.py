@@ -447,6 +447,8 @@ class Supervisor:
             key = (record.policy, record.rule, record.tool)
             self.approvals.remember(record.agent_uuid, key, remember)
         self.approvals.deliver(record, remember)
+        if decision == "allow" and remember != "once":
+            await self.approvals.answer_covered(self.db, record, remember, by)
         return record
 
     async def pending_approvals(self, agent_uuid: str | None = None) -> list[ApprovalRecord]:

@@ -79,6 +79,29 @@ class Approvals:
         waiter.event.set()
         return True
 
+    async def answer_covered(
+        self, db: AsyncStore, answered: ApprovalRecord, remember: str, by: str
+    ) -> None:
+        """"Always" also answers the asks already pending that it covers (the
+        same policy, rule and tool; this agent's, or every agent's for the
+        session), so a step that asked twice is not left waiting on the twin."""
+        key = (answered.policy, answered.rule, answered.tool)
+        scope = None if remember == "session" else answered.agent_uuid
+        for other in await db.call(db.store.pending_approvals, scope):
+            if (other.policy, other.rule, other.tool) != key:
+                continue
+            try:
+                record = await db.call(
+                    db.store.decide_approval,
+                    other.id,
+                    "allow",
+                    by=f"{by}, remembered from {answered.id}",
+                    remember="once",
+                )
+            except (ApprovalClosed, LookupError):  # answered meanwhile by someone else
+                continue
+            self.deliver(record, "once")
+
     def waiting(self, approval_id: str) -> bool:
         return approval_id in self._waiting
 

@@ -253,3 +253,28 @@ async def test_pending_approval_survives_a_restart(harness):
     assert [m.role for m in h2.store.replay(rec.uuid)] == ["user", "assistant", "tool", "assistant"]
     assert json.dumps(_results(harness.fake.requests[-1])[0]["content"]).count("HI") == 1
     await h2.stop()
+
+
+async def test_always_answers_the_twin_ask_of_the_same_step(harness):
+    """Two calls of one tool in one step ask twice; "always" on the first also
+    answers the second, which is not left waiting; a different tool still is."""
+    ran: list = []
+    sup = await _start(harness, ran)
+    rec, _, _ = await sup.create(model=MODEL, name="twins")
+    harness.fake.push(
+        Reply(tool_calls=[ToolCall("echo", {"text": "1"}, id="t1"), ToolCall("echo", {"text": "2"}, id="t2")]),
+        Reply(text="both"),
+    )
+    actor = await sup.live("twins")
+    sub = actor.log.subscribe(from_seq=actor.log.next_seq)
+    turn, _ = await sup.prompt(actor, "go")
+    _, first = await _until_asked(sub)
+    _, second = await _until_asked(sub)
+    assert {a.id for a in await sup.pending_approvals(rec.uuid)} == {first.approval, second.approval}
+    await sup.approve(first.approval, "allow", remember="agent", by="tester")
+    events = await collect_turn(sub, turn)
+    assert of(events, TurnEnded)[0].status == "completed"
+    assert ran == ["echo", "echo"]
+    assert await sup.pending_approvals(rec.uuid) == []
+    bys = [p["by"] for p in _permissions(harness, rec.uuid)]
+    assert "tester" in bys and any(b.startswith("tester, remembered from ") for b in bys)

@@ -57,6 +57,10 @@ def _protected(look: Look, path: Path, st: os.stat_result | None) -> str | None:
     return None
 
 
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
 def _glob(
     ctx: ToolContext, look: Look, base: Path, shown: str, pattern: str, stop: threading.Event
 ) -> str:
@@ -203,6 +207,11 @@ def _grep(
     more = False
     big = 0
     refused: list[tuple[Path, str]] = []
+    # a search of a folder stays in it: a link inside that points out of it is
+    # not followed, or a grep the policy allows inside the working directory
+    # would read ~/.ssh through `link -> ~/.ssh/id_rsa`
+    root = os.path.realpath(base) if base.is_dir() else None
+    escaped: list[Path] = []
 
     def files() -> Any:
         if base.is_file():
@@ -220,6 +229,9 @@ def _grep(
             break
         try:
             if not path.is_file():
+                continue
+            if root is not None and path.is_symlink() and not _under(os.path.realpath(path), root):
+                escaped.append(path)
                 continue
             if path.stat().st_size > GREP_MAX_FILE:
                 big += 1
@@ -247,6 +259,10 @@ def _grep(
         except OSError:
             continue
     notes = _left_out(ctx, refused)
+    if escaped:
+        links = ", ".join(show(ctx, p) for p in escaped[:5])
+        more_links = f" and {len(escaped) - 5} more" if len(escaped) > 5 else ""
+        notes.append(f"[not followed: {links}{more_links}, links out of {shown}]")
     if more:
         notes.append(f"[showing the first {GREP_LIMIT} matching lines; narrow the search]")
     if big:

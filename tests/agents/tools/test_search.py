@@ -149,3 +149,20 @@ def test_expand_braces():
     assert expand_braces("{a,b}/{c,d}") == ["a/c", "a/d", "b/c", "b/d"]
     assert expand_braces("x{a,{b,c}}") == ["xa", "xb", "xc"]
     assert expand_braces("odd{") == ["odd{"]
+
+
+async def test_grep_does_not_follow_a_link_out_of_the_folder(builtins, tmp_path):
+    from agents.tools import ToolContext
+
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    touch(work / "a.txt", "secret-word inside\n")
+    touch(outside / "id_rsa", "secret-word outside\n")
+    (work / "key").symlink_to(outside / "id_rsa")
+    (work / "same").symlink_to(work / "a.txt")  # a link that stays inside is followed
+    ctx = ToolContext(agent_uuid="agent-1", cwd=work)
+    result = await run(builtins, ctx, "grep", pattern="secret-word")
+    assert not result.is_error
+    assert "secret-word outside" not in result.content
+    lines = result.content.splitlines()
+    assert "a.txt:1:secret-word inside" in lines and "same:1:secret-word inside" in lines
+    assert "[not followed: key, links out of .]" in lines

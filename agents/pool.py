@@ -25,19 +25,16 @@ class ProviderPool:
         *,
         catalog: Catalog | None = None,
         settings: SettingsFactory | None = None,
-        api_overrides: dict[str, WireApi] | None = None,
         max_connections: int = 1000,
     ) -> None:
         self.catalog = catalog or default_catalog()
         self._settings = settings or (lambda name: settings_for(name, catalog=self.catalog))
-        self._api_overrides = dict(api_overrides or {})
         self._providers: dict[tuple[str, str], Provider] = {}
         self._clients: dict[str, httpx.AsyncClient] = {}
         self._limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=100)
 
     def api_for(self, provider: str, model: str) -> WireApi:
-        if provider in self._api_overrides:
-            return self._api_overrides[provider]
+        # a provider's `api` pin in config lives in the catalog (Catalog.pin_api)
         return self.catalog.wire_api(provider, model)
 
     def get(self, provider: str, model: str) -> Provider:
@@ -57,7 +54,6 @@ class ProviderPool:
         settings: SettingsFactory | None = None,
         *,
         catalog: Catalog | None = None,
-        api_overrides: dict[str, WireApi] | None = None,
     ) -> None:
         """New settings and catalog (a config reload): providers are rebuilt on
         next use; a turn already streaming keeps the Provider it holds."""
@@ -65,8 +61,6 @@ class ProviderPool:
             self._settings = settings
         if catalog is not None:
             self.catalog = catalog
-        if api_overrides is not None:
-            self._api_overrides = dict(api_overrides)
         self._providers.clear()
 
     async def aclose(self) -> None:

@@ -44,7 +44,6 @@ __all__ = [
     "ProviderConfig",
     "ToolsEnv",
     "ToolsPolicy",
-    "api_overrides",
     "build_catalog",
     "build_permissions",
     "load_config",
@@ -541,11 +540,6 @@ def model_text(config: Config, text: str | None = None) -> str:
         return f"{provider}/{pc.default_model}/{level}"
     return text
 
-
-def api_overrides(config: Config) -> dict[str, WireApi]:
-    """provider -> the wire API the config pins it to (for agents.pool.ProviderPool):
-    it wins over the catalog's per-model choice."""
-    return {name: pc.api for name, pc in config.providers.items() if pc.api is not None}
 
 
 def settings_factory(

@@ -11,7 +11,6 @@ from daemon.config import (
     ConfigError,
     ProviderConfig,
     ToolsPolicy,
-    api_overrides,
     build_catalog,
     load_config,
     model_text,
@@ -459,11 +458,6 @@ def test_keys_handed_out_are_registered_for_redaction():
 def test_unknown_provider_is_a_value_error():
     with pytest.raises(ValueError, match="unknown provider 'nobody'"):
         settings_factory(Config(), {}, {})("nobody")
-
-
-def test_api_overrides():
-    c = config(openai={"api": "chat"}, mybox={**MYBOX, "api": "responses"}, xai={"read_timeout": 1})
-    assert api_overrides(c) == {"openai": "chat", "mybox": "responses"}
 
 
 def test_model_text():

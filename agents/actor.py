@@ -22,9 +22,11 @@ from providers.modelspec import ResolvedModel
 from providers.types import Message, ThinkingLevel
 from store import AgentRecord, InvalidEntry
 
+from .compactor import Compactor, CompactOutcome
 from .deps import ActorDeps, AgentConfig
 from .eventlog import EventLog
 from .events import AgentEvent, AgentState, ModelSwitched, Notice, Queued, StateChanged, TurnEnded
+from .meter import ContextMeter
 from .permissions import parse_chain
 from .permissions._gate import Approvals
 from .turn import Turn, TurnResult
@@ -46,6 +48,13 @@ class _Prompt:
 class _Switch:
     resolved: ResolvedModel
     done: trio.Event = field(default_factory=trio.Event)
+
+
+@dataclass
+class _Compact:
+    keep_turns: int | None
+    done: trio.Event = field(default_factory=trio.Event)
+    outcome: CompactOutcome | None = None
 
 
 _KEEP_RESULTS = 64  # ended turns remembered for a late wait_turn()
@@ -80,7 +89,8 @@ class Actor:
         self._running: Turn | None = None
         self.last_result: TurnResult | None = None
         self.alive = True
-        self._queue: deque[_Prompt | _Switch] = deque()
+        self._queue: deque[_Prompt | _Switch | _Compact] = deque()
+        self.meter = ContextMeter()  # its request sizes, calibrated by what providers report
         self._wake = trio.Event()
         self._context: list[Message] | None = (
             None  # the replayed context, kept in step with the store
@@ -108,7 +118,7 @@ class Actor:
         return (
             self.current_turn is not None
             or self._mail_waiting  # mail not yet taken is a turn about to start
-            or any(isinstance(c, _Prompt) for c in self._queue)
+            or any(isinstance(c, _Prompt | _Compact) for c in self._queue)
         )
 
     @property
@@ -171,12 +181,22 @@ class Actor:
     def ended(self) -> None:
         """The agent was killed: wake every wait_turn."""
         self.alive = False
+        for cmd in self._queue:
+            if isinstance(cmd, _Compact):
+                cmd.done.set()  # its outcome stays None: the agent is gone
         for event in self._waiters.values():
             event.set()
         self._waiters.clear()
 
     def queue_switch(self, resolved: ResolvedModel) -> _Switch:
         cmd = _Switch(resolved=resolved)
+        self._queue.append(cmd)
+        self._wake.set()
+        return cmd
+
+    def queue_compact(self, keep_turns: int | None) -> _Compact:
+        """Compact between turns: prompts sent meanwhile wait behind it."""
+        cmd = _Compact(keep_turns=keep_turns)
         self._queue.append(cmd)
         self._wake.set()
         return cmd
@@ -219,6 +239,8 @@ class Actor:
             if isinstance(cmd, _Switch):
                 await self.apply_switch(cmd.resolved)
                 cmd.done.set()
+            elif isinstance(cmd, _Compact):
+                await self._compact(cmd)
             else:
                 await self._turn(cmd)
 
@@ -278,6 +300,20 @@ class Actor:
                 warnings=list(resolved.warnings),
             )
         )
+
+    async def _compact(self, cmd: _Compact) -> None:
+        try:
+            cmd.outcome = await Compactor(self, self.deps).compact(
+                reason="manual", keep_turns=cmd.keep_turns
+            )
+        except Exception as exc:  # a bug here must not end the agent
+            log.exception("compaction crashed", agent=self.uuid)
+            cmd.outcome = CompactOutcome(
+                compacted=False, reason="manual", message=f"internal error: {type(exc).__name__}"
+            )
+        finally:
+            self.set_state("idle")
+            cmd.done.set()
 
     async def _turn(self, cmd: _Prompt) -> None:
         turn = Turn(self, self.deps, cmd.turn, cmd.text, cmd.queue_id, resume_from=cmd.resume_from)

@@ -12,6 +12,11 @@ item"; Anthropic: "the final block in an assistant message cannot be
 thinking").
 
 Some APIs constrain thinking within a tool loop (see ``step_thinking``).
+
+A tool result too large for the window is cut in the replay (``bound_results``).
+
+Consecutive user messages (a compaction summary, then the next prompt) are
+sent as one: no API objects to that, and some refuse two user turns in a row.
 """
 
 from __future__ import annotations
@@ -20,14 +25,25 @@ from typing import NamedTuple
 
 import msgspec
 
-from providers.types import Message, TextBlock, ThinkingBlock, ThinkingLevel, ToolCallBlock
+from providers.tokens import CHARS_PER_TOKEN
+from providers.types import (
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ThinkingLevel,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 
 
 def for_provider(messages: list[Message], provider: str) -> list[Message]:
     out: list[Message] = []
     for msg in messages:
         if msg.role != "assistant":
-            out.append(msg)
+            if msg.role == "user" and out and out[-1].role == "user":
+                out[-1] = msgspec.structs.replace(out[-1], content=[*out[-1].content, *msg.content])
+            else:
+                out.append(msg)
             continue
         content = msg.content
         if msg.provider not in (None, provider):
@@ -116,3 +132,38 @@ def _answered_assistant(messages: list[Message]) -> Message | None:
     if not results or i < 0 or messages[i].role != "assistant":
         return None
     return messages[i]
+
+
+def bound_results(messages: list[Message], max_tokens: int) -> list[Message]:
+    """Tool results longer than ``max_tokens`` cut in the replay (head and
+    tail kept, with a note saying how much went); the stored row keeps all."""
+    room = max(200, max_tokens * CHARS_PER_TOKEN)
+    out: list[Message] | None = None
+    for i, msg in enumerate(messages):
+        if msg.role != "tool" or not any(
+            isinstance(b, ToolResultBlock) and len(b.content) > room for b in msg.content
+        ):
+            continue
+        if out is None:
+            out = list(messages)
+        out[i] = msgspec.structs.replace(
+            msg,
+            content=[
+                _bounded(b, room) if isinstance(b, ToolResultBlock) else b for b in msg.content
+            ],
+        )
+    return messages if out is None else out
+
+
+def _bounded(block: ToolResultBlock, room: int) -> ToolResultBlock:
+    if len(block.content) <= room:
+        return block
+    text = block.content
+    head = room * 3 // 4
+    tail = room - head
+    cut = len(text) - head - tail
+    note = (
+        f"\n[... {cut:,} of {len(text):,} characters cut from this tool result to fit the "
+        "context window; the whole output is kept in the agent's history ...]\n"
+    )
+    return msgspec.structs.replace(block, content=text[:head] + note + text[-tail:])

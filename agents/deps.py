@@ -34,6 +34,13 @@ class AgentConfig:
     cwd: Path = field(default_factory=Path.cwd)
     fallbacks: list[str] = field(default_factory=list)  # MODEL[/THINKING] tried on retryable errors
     approval_timeout: float | None = None  # seconds an approval waits; None: until answered
+    # context compaction (daemon config "context"): compact when a request would
+    # fill this share of (window - output reserve); the model that summarizes
+    # (MODEL[/THINKING], None: the agent's own); the share of the window a
+    # replayed tool result may take before it is cut
+    compact_at: float = 0.8
+    summary_model: str | None = None
+    tool_result_share: float = 0.25
 
 
 class Neighbours(Protocol):

@@ -13,7 +13,7 @@ import msgspec
 from providers.types import ProviderError, StreamEvent, Usage
 
 AgentState = Literal[
-    "idle", "waiting_for_llm", "executing_tool", "retrying", "waiting_for_approval"
+    "idle", "waiting_for_llm", "executing_tool", "retrying", "waiting_for_approval", "compacting"
 ]
 TurnStatus = Literal["completed", "cancelled", "interrupted", "error", "tool_limit"]
 
@@ -97,6 +97,34 @@ class ApprovalDecided(_Event, tag="approval_decided"):
     remember: Literal["once", "agent", "session"] = "once"
 
 
+class CompactionStarted(_Event, tag="compaction_started"):
+    """The oldest part of the context is being summarized (history keeps it all).
+    reason: auto (the next request would not fit), manual (agent.compact),
+    context_length (the provider refused a request as too long)."""
+
+    reason: str
+    messages: int  # context messages the summary will replace
+    tokens_before: int  # estimated input tokens of the context before
+    model: str  # provider/model writing the summary
+
+
+class CompactionDone(_Event, tag="compaction_done"):
+    reason: str
+    messages: int
+    tokens_before: int
+    tokens_after: int  # estimated, with the summary in place
+    summary_tokens: int
+    usage: Usage = msgspec.field(default_factory=Usage)  # of the summary calls
+    cost_usd: float | None = None
+    model: str = ""
+
+
+class CompactionFailed(_Event, tag="compaction_failed"):
+    reason: str
+    message: str
+    error: ProviderError | None = None
+
+
 class Notice(_Event, tag="notice"):
     text: str
 
@@ -133,6 +161,9 @@ AgentOwnEvent = (
     | ToolFinished
     | ApprovalRequested
     | ApprovalDecided
+    | CompactionStarted
+    | CompactionDone
+    | CompactionFailed
     | Notice
     | ModelSwitched
     | AgentEnded

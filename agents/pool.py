@@ -46,7 +46,9 @@ class ProviderPool:
             client = self._clients.get(provider)
             if client is None:
                 client = self._clients[provider] = httpx.AsyncClient(limits=self._limits)
-            found = self._providers[key] = make_provider(settings, api=api, client=client)
+            found = self._providers[key] = make_provider(
+                settings, api=api, client=client, catalog=self.catalog
+            )
         return found
 
     def reset(

@@ -20,6 +20,7 @@ from store import (
     MailRecord,
     MessageRecord,
     QueuedPrompt,
+    Replayed,
     Store,
     UsageReport,
     UsageTotals,
@@ -245,3 +246,12 @@ class AsyncStore:
 
     async def mark_read(self, uuid: str, ids: list[int]) -> int:
         return await self.call(self.store.mark_read, uuid, ids)
+
+    # ------------------------------------------------------------ compaction
+
+    async def compact(self, uuid: str, **kwargs: Any) -> MessageRecord:
+        """Store.compact: upto, summary, data, usage, provider, model."""
+        return await self.call(self.store.compact, uuid, **kwargs)
+
+    async def replay_entries(self, uuid: str) -> list[Replayed]:
+        return await self.call(self.store.replay_entries, uuid)

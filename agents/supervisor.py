@@ -13,8 +13,6 @@ agents. Killing an agent ends its descendants; dead agents stay readable.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import structlog
@@ -25,24 +23,23 @@ from providers.secrets import scrub
 from providers.types import ThinkingLevel
 from store import ApprovalRecord, StoreError
 
+from ._ops import SupervisorOps
 from .actor import Actor
+from .compactor import CompactOutcome, ContextStatus, context_status
 from .deps import ActorDeps, AgentConfig
+from .errors import AgentError
 from .events import AgentEnded, Notice
 from .permissions import Permissions, dump_chain, parse_chain
 from .permissions._gate import Approvals
 from .pool import ProviderPool
 from .store import AsyncStore
-from .tools import AgentOpError, ToolRegistry
+from .tools import ToolRegistry
 from .workdir import working_folder
 
 log = structlog.get_logger("ikigai.agents")
 
 _CUT_REASON = "the daemon stopped during this turn"
 _ENDED_REASON = "its turn ended when the daemon stopped"
-
-
-class AgentError(Exception):
-    """A refused request: unknown agent, busy agent, bad model text... The message says why."""
 
 
 def _folder(text: str) -> str:
@@ -417,6 +414,25 @@ class Supervisor:
         actor.invalidate_context()
         return row
 
+    async def context_status(self, ref: str) -> ContextStatus:
+        """The agent's context size against its model's window (a live agent)."""
+        actor = await self.live(ref)
+        return await context_status(actor, actor.deps)
+
+    async def compact(self, ref: str, *, keep_turns: int | None = None) -> CompactOutcome:
+        """Summarize the oldest part of the agent's context now (between turns)."""
+        actor = await self.live(ref)
+        if actor.busy:
+            raise AgentError(
+                f"agent {actor.name} is running a turn: compact it when it is idle "
+                "(a turn compacts by itself when its context nears the window)"
+            )
+        cmd = actor.queue_compact(keep_turns)
+        await cmd.done.wait()
+        if cmd.outcome is None:
+            raise AgentError(f"agent {actor.name} ended before its context was compacted")
+        return cmd.outcome
+
     # ------------------------------------------------------------ approvals
 
     async def approve(
@@ -546,53 +562,3 @@ class Supervisor:
             )
             for rec in records
         ]
-
-
-@contextmanager
-def _refused() -> Iterator[None]:
-    """A refusal the model should read (unknown agent, bad model, name taken...)
-    becomes AgentOpError; anything else is a bug and propagates (the tool
-    runner logs it with its traceback)."""
-    try:
-        yield
-    except (AgentError, StoreError) as e:
-        raise AgentOpError(str(e)) from None
-
-
-class SupervisorOps:
-    """The AgentOps the model's agent tools (fork, kill, send, wait) call."""
-
-    def __init__(self, sup: Supervisor) -> None:
-        self.sup = sup
-
-    async def fork(
-        self, parent: str, *, prompt: str | None, model: str | None, name: str | None
-    ) -> str:
-        with _refused():
-            child, _, _ = await self.sup.fork(parent, model=model, name=name, prompt=prompt)
-        return child.uuid
-
-    async def kill(self, caller: str, target: str) -> list[str]:
-        with _refused():
-            record = await self.sup.resolve(target)
-            if record.uuid == caller or record.uuid not in await self.sup.db.descendants(
-                caller, live_only=True
-            ):
-                raise AgentOpError(
-                    f"{target} is not a descendant of this agent: "
-                    "an agent may only kill its own sub-agents"
-                )
-            return await self.sup.kill(record.uuid, reason=f"killed by {caller}")
-
-    async def send(self, sender: str, to: str, text: str) -> int:
-        with _refused():
-            return await self.sup.send_mail(sender, to, text)
-
-    async def wait(
-        self,
-        caller: str,
-        agents: list[str],
-        timeout: float | None,  # noqa: ASYNC109 - the model's own wait limit, part of the tool
-    ) -> list[dict[str, Any]]:
-        with _refused():
-            return await self.sup.wait_for(caller, agents, timeout)

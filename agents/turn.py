@@ -24,6 +24,7 @@ from providers.secrets import scrub
 from providers.types import (
     Message,
     ProviderError,
+    ProviderFailure,
     Request,
     Response,
     TextBlock,
@@ -34,11 +35,14 @@ from providers.types import (
     Usage,
 )
 
-from .context import for_provider, step_thinking
+from .compaction import too_long, window_from_error
+from .compactor import Compactor, CompactOutcome, Reason, budget_of
+from .context import bound_results, for_provider, step_thinking
 from .deps import ActorDeps
 from .events import (
     AgentEvent,
     AgentState,
+    CompactionFailed,
     FallbackUsed,
     Notice,
     RetryScheduled,
@@ -47,6 +51,7 @@ from .events import (
     TurnStarted,
     TurnStatus,
 )
+from .meter import ContextMeter
 from .permissions._gate import Approvals, Gate
 from .tools import ToolContext
 
@@ -78,6 +83,7 @@ class TurnHost(Protocol):
     cwd: Path
     policy: list[str] | None  # its chain of policy names; None: the configured default
     approvals: Approvals
+    meter: ContextMeter
 
     def publish(self, event: AgentEvent, turn: str | None = None) -> None: ...
     def set_state(self, state: AgentState) -> None: ...
@@ -116,6 +122,8 @@ class Turn:
         self.resume_from = resume_from
         self.at_gate = False  # its tool calls are passing the gate
         self.suspended = False  # stopped at the gate by a daemon stop: left open to resume
+        self._recovered = False  # a context_length answer was met by compacting (once a turn)
+        self._raw = 0  # the raw size estimate of the request being sent
 
     def cancel(self, *, at_boundary: bool = False, suspend: bool = False) -> None:
         """``suspend`` (a daemon stop): a turn waiting at the gate keeps its
@@ -369,13 +377,18 @@ class Turn:
         if lowered is not None and lowered != self._lowered:
             self.host.publish(Notice(text=lowered), self.id)
         self._lowered = lowered
+        limits = self.deps.pool.catalog.limits(provider, model)
+        messages = bound_results(
+            messages, int(limits.context_window * self.deps.config.tool_result_share)
+        )
         wanted = self.deps.config.max_output_tokens
-        cap = output_cap(api, wanted)
-        if cap != wanted and not self._capped:
+        fits = min(wanted, limits.max_output_tokens)
+        cap = output_cap(api, fits)
+        if cap != fits and not self._capped:
             self._capped = True
             self.host.publish(
                 Notice(
-                    text=f"max_output_tokens {wanted} is below the {api} API's minimum: "
+                    text=f"max_output_tokens {fits} is below the {api} API's minimum: "
                     f"{cap} asked for instead (raise max_output_tokens in config.json)"
                 ),
                 self.id,
@@ -408,7 +421,6 @@ class Turn:
         """Stream one response, retrying and falling back as the error allows."""
         host = self.host
         targets = self._targets()
-        history = await host.context()
         error: ProviderError | None = None
         for index, (provider_name, model, level) in enumerate(targets):
             if index:
@@ -425,7 +437,7 @@ class Turn:
                     FallbackUsed(from_model=targets[index - 1][1], to_model=model, error=error),
                     self.id,
                 )
-            request = self._request(model, provider_name, level, history)
+            request = await self._fitted(model, provider_name, level)
             attempt = 0
             while True:
                 attempt += 1
@@ -445,10 +457,20 @@ class Turn:
                             burst = 0
                             await trio.lowlevel.checkpoint()
                 if acc.error is None and acc.finish_reason is not None:
-                    return acc.response(), None
+                    response = acc.response()
+                    host.meter.learn(provider_name, self._raw, response.usage.input_tokens)
+                    return response, None
                 error = acc.error or transport_error(
                     "network", "the stream ended without a final event", provider=provider_name
                 )
+                if error.category == "context_length":
+                    if not self._recovered and await self._recover(
+                        request, provider_name, model, error
+                    ):
+                        request = await self._fitted(model, provider_name, level, checked=True)
+                        continue
+                    limits = self.deps.pool.catalog.limits(provider_name, model)
+                    error = too_long(error, provider_name, model, limits)
                 delay = self.deps.config.retry.delay(error, attempt)
                 if delay is None or self.stop_at_boundary:
                     break
@@ -478,3 +500,94 @@ class Turn:
             if not error.retryable or self.stop_at_boundary:
                 break
         return None, error
+
+    # ------------------------------------------------------------ context size
+
+    async def _fitted(
+        self, model: str, provider: str, level: ThinkingLevel, *, checked: bool = False
+    ) -> Request:
+        """The request for this call, the context compacted first if it would
+        not fit the model's window (``checked``: compaction just ran)."""
+        host, meter = self.host, self.host.meter
+        request = self._request(model, provider, level, await host.context())
+        self._raw = meter.raw(request)
+        if checked:
+            return request
+        budget = budget_of(
+            self.deps.pool.catalog,
+            provider,
+            model,
+            request.max_output_tokens,
+            self.deps.config.compact_at,
+            meter,
+        )
+        size = meter.scale(provider, self._raw)
+        if size > budget.limit * 0.9 and provider not in meter.exact_unavailable:
+            size = await self._exact(provider, model, request, size)
+        if size <= budget.limit:
+            return request
+        outcome = await self._compact("auto", provider, model)
+        if outcome.compacted:
+            request = self._request(model, provider, level, await host.context())
+            self._raw = meter.raw(request)
+        return request
+
+    async def _exact(self, provider: str, model: str, request: Request, estimate: int) -> int:
+        """The provider's own count of the request (Anthropic, Gemini), near the limit."""
+        meter = self.host.meter
+        try:
+            with trio.fail_after(30):
+                exact = await self.deps.pool.get(provider, model).count_tokens(request)
+        except ProviderFailure as failure:
+            if failure.error.category == "invalid_request":
+                meter.exact_unavailable.add(provider)  # no counting endpoint: don't ask again
+            return estimate
+        except trio.TooSlowError:
+            return estimate
+        meter.learn(provider, self._raw, exact)
+        return exact
+
+    async def _compact(self, reason: Reason, provider: str, model: str) -> CompactOutcome:
+        outcome = await Compactor(self.host, self.deps, self.id).compact(
+            reason=reason, provider=provider, model=model, first_row=self.first_row
+        )
+        if outcome.usage.total_tokens:
+            self.usage = self.usage + outcome.usage
+            spent = outcome.cost_usd
+            self.cost = None if spent is None or self.cost is None else self.cost + spent
+        if not outcome.compacted and outcome.error is None and outcome.message is None:
+            self.host.publish(
+                CompactionFailed(reason=reason, message=outcome.reason), self.id
+            )
+        return outcome
+
+    async def _recover(
+        self, request: Request, provider: str, model: str, error: ProviderError
+    ) -> bool:
+        """The provider found the request too long: learn its real window (from
+        its message, else: smaller than this request), compact to fit it, and
+        say whether a retry is worth it."""
+        self._recovered = True
+        meter = self.host.meter
+        limits = self.deps.pool.catalog.limits(provider, model)
+        refused = meter.scale(provider, self._raw) + request.max_output_tokens
+        stated = window_from_error(error.message)
+        window = stated if stated is not None else int(refused * 0.9)
+        if window < limits.context_window:
+            meter.windows[(provider, model)] = min(
+                window, meter.windows.get((provider, model), window)
+            )
+            self.host.publish(
+                Notice(
+                    text=f"{provider}/{model} refused a request as longer than its window: "
+                    f"taking the window as {window:,} tokens, not the {limits.source}'s "
+                    f"{limits.context_window:,} (set providers.{provider}.models.{model}"
+                    ".context_window in config.json)"
+                ),
+                self.id,
+            )
+        else:
+            # the window is right, the estimate was low: scale it up to the refused size
+            meter.at_least(provider, self._raw, window - request.max_output_tokens + 1)
+        outcome = await self._compact("context_length", provider, model)
+        return outcome.compacted

@@ -34,6 +34,7 @@ from store import AgentNotFound, AgentRecord, AmbiguousAgent, NoSuchApproval, St
 from . import params as P
 from . import protocol as p
 from . import results as R
+from ._context import compacted, context_of
 from ._version import __version__
 from .control import Connection, Handler
 from .rows import model_row
@@ -146,6 +147,7 @@ class Api:
             p.AGENT_CLEAR: self.clear,
             p.AGENT_MARK: self.mark,
             p.AGENT_REWIND: self.rewind,
+            p.AGENT_COMPACT: self.compact,
             p.MAIL_SEND: self.mail_send,
             p.MAIL_INBOX: self.inbox,
             p.AGENT_APPROVE: self.approve,
@@ -365,6 +367,7 @@ class Api:
             **(await self._described(record)),
             "usage": _plain(report.total),
             "last_turn": last_turn,
+            "context": await context_of(self.sup, record.uuid),
         }
 
     async def prompt(self, conn: Connection, params: P.Prompt) -> R.Queued | R.TurnOutcome:
@@ -507,6 +510,13 @@ class Api:
 
     async def rewind(self, conn: Connection, params: P.Label) -> R.MessageId:
         return await self._history_op(params.agent, "rewind", params.label)
+
+    async def compact(self, conn: Connection, params: P.Compact) -> R.Compacted:
+        # long (the summary calls): the connection serves its other requests meanwhile
+        actor = await self._actor(params.agent)
+        with _refusals():
+            outcome = await self.sup.compact(actor.uuid, keep_turns=params.keep)
+        return compacted(outcome)
 
     async def mail_send(self, conn: Connection, params: P.MailSend) -> R.MailId:
         sender = None

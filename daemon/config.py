@@ -31,6 +31,7 @@ from providers.openai import DIALECT_FLAGS, compatible_provider
 from providers.settings import ProviderSettings, settings_for
 from providers.types import THINKING_LEVELS
 
+from ._contextconfig import ContextConfig, ModelLimitsConfig, apply_limits, context_fault
 from ._jsontext import text_fault, undecodable_field
 from ._policyconfig import PolicyConfig, policy_fault
 from ._policyconfig import build_permissions as _build_permissions
@@ -39,7 +40,9 @@ from .logs import register_secret
 __all__ = [
     "Config",
     "ConfigError",
+    "ContextConfig",
     "EnvSettings",
+    "ModelLimitsConfig",
     "PolicyConfig",
     "ProviderConfig",
     "ToolsEnv",
@@ -96,6 +99,7 @@ class ProviderConfig(_Strict):
     read_timeout: Positive | UnsetType = UNSET
     max_retries: NonNegativeInt | UnsetType = UNSET
     dialect: list[str] | UnsetType = UNSET
+    models: dict[str, ModelLimitsConfig] = msgspec.field(default_factory=dict)
 
     @property
     def key_env_list(self) -> list[str] | None:
@@ -155,6 +159,7 @@ class Config(_Strict):
     policy: str = "default"  # the policy of agents created without one
     policies: dict[str, PolicyConfig] = msgspec.field(default_factory=dict)
     approval_timeout: Positive | None = None  # seconds; null: an approval waits forever
+    context: ContextConfig = msgspec.field(default_factory=ContextConfig)
 
     @property
     def tool_folder_paths(self) -> list[Path]:
@@ -222,6 +227,12 @@ def parse_config(raw: bytes | str, path: Path | str = "config.json") -> Config:
                         raise ConfigError(
                             f"{where}: {prefix}.extra_headers.{h}: Expected str, got {got}"
                         )
+            if isinstance(value, dict) and isinstance(value.get("models"), dict):
+                models = {  # model by model, so a message names the model
+                    m: _convert(v, ModelLimitsConfig, where, f"{prefix}.models.{m}")
+                    for m, v in value["models"].items()
+                }
+                value = {**value, "models": models}
             providers[name] = _convert(value, ProviderConfig, where, prefix)
         data = {**data, "providers": providers}
     # policies one by one too, so a message names the policy
@@ -390,7 +401,9 @@ def _check(config: Config, where: str) -> None:
     for i, text in enumerate(config.fallback_models):
         _check_model(text, catalog, f"{where}: fallback_models[{i}]")
     _check_tools_env(config.tools.env, _key_names(catalog), where)
-    fault = policy_fault(config.policies, config.policy)
+    fault = policy_fault(config.policies, config.policy) or context_fault(
+        config.context, config.providers, catalog
+    )
     if fault is not None:
         raise ConfigError(f"{where}: {fault}")
 
@@ -472,6 +485,7 @@ def build_catalog(config: Config) -> Catalog:
             with contextlib.suppress(ModelSpecError):  # _check names the fault
                 spec = parse_model_spec(f"{name}/{pc.default_model}", catalog)
                 catalog.add_model(spec.provider, spec.model)
+    apply_limits(config.providers, catalog)
     return catalog
 
 

@@ -111,6 +111,12 @@ class Usage(_P, frozen=True):
     descendants: bool = False
 
 
+class Compact(_P, frozen=True):
+    agent: Ref
+    # the newest turns kept as they are; None: as many as fit in 40% of the window
+    keep: Annotated[int, Meta(ge=0, le=p.MAX_INT)] | None = None
+
+
 class Label(_P, frozen=True):
     agent: Ref
     label: Ref | None = None
@@ -165,6 +171,7 @@ PARAMS: dict[str, type[_P]] = {
     p.AGENT_CLEAR: AgentRef,
     p.AGENT_MARK: Label,
     p.AGENT_REWIND: Label,
+    p.AGENT_COMPACT: Compact,
     p.MAIL_SEND: MailSend,
     p.MAIL_INBOX: Inbox,
     p.AGENT_APPROVE: Approve,

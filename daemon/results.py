@@ -15,7 +15,7 @@ writes a datetime.
 from typing import Any, Literal, NotRequired, TypedDict
 
 AgentState = Literal[
-    "idle", "waiting_for_llm", "executing_tool", "retrying", "waiting_for_approval"
+    "idle", "waiting_for_llm", "executing_tool", "retrying", "waiting_for_approval", "compacting"
 ]
 TurnStatus = Literal["completed", "cancelled", "interrupted", "error", "tool_limit"]
 
@@ -156,9 +156,26 @@ class LastTurn(TypedDict):
     error: dict[str, Any] | None
 
 
+class ContextInfo(TypedDict):
+    """``agent.show``: a live agent's context against its model's window."""
+
+    window: int  # tokens the model reads
+    # where the window comes from: catalog | config | default (a conservative
+    # figure for a model the catalog does not know) | provider (a refusal named it)
+    window_source: str
+    max_output: int  # tokens reserved for the answer
+    limit: int  # input tokens above which the next call compacts first
+    compact_at: float
+    tokens: int  # estimated input tokens of the next request
+    calibrated: bool  # the estimate is scaled by what the provider reported
+    messages: int  # messages in the replayed context
+    summarized: bool  # the context begins with a compaction summary
+
+
 class ShownAgent(AgentInfo):
     usage: UsageTotals
     last_turn: LastTurn | None
+    context: ContextInfo | None  # None for a dead agent
 
 
 class Created(TypedDict):
@@ -192,6 +209,23 @@ class TurnOutcome(TypedDict):
     error: dict[str, Any] | None
     usage: TokenUsage
     cost_usd: float | None
+
+
+class Compacted(TypedDict):
+    """``agent.compact``: what was done. ``compacted`` false: nothing was
+    (``reason`` says why), or the summary failed (``message`` says why)."""
+
+    compacted: bool
+    reason: str  # "manual" when it ran; else why there was nothing to compact
+    messages: int  # context messages the summary replaced
+    tokens_before: int  # estimated input tokens of the context
+    tokens_after: int
+    summary_tokens: int
+    usage: TokenUsage  # of the summary calls (paid even when they failed)
+    cost_usd: float | None
+    model: str  # provider/model that wrote the summary ("" when none ran)
+    error: NotRequired[dict[str, Any]]  # the provider's error, when a call failed
+    message: NotRequired[str]  # what went wrong: the summary was not stored
 
 
 class Subscribed(TypedDict):
@@ -268,6 +302,7 @@ RESULTS: dict[str, Any] = {
     "agent.clear": MessageId,
     "agent.mark": MessageId,
     "agent.rewind": MessageId,
+    "agent.compact": Compacted,
     "mail.send": MailId,
     "mail.inbox": list[Mail],
 }

@@ -226,6 +226,9 @@ class Daemon:
         self.sup.config.max_output_tokens = config.max_output_tokens
         self.sup.config.fallbacks = list(config.fallback_models)
         self.sup.config.approval_timeout = config.approval_timeout
+        self.sup.config.compact_at = config.context.compact_at
+        self.sup.config.summary_model = config.context.summary_model
+        self.sup.config.tool_result_share = config.context.tool_result_share
         self.sup.config.retry.transient_retries = _transient_retries(config)
         # every actor shares sup.deps: the next tool call is checked by the new rules
         self.sup.deps.permissions = build_permissions(config, sandbox_available=self.sandbox_ok)
@@ -268,6 +271,9 @@ class Daemon:
                 retry=RetryPolicy(transient_retries=_transient_retries(config)),
                 fallbacks=list(config.fallback_models),
                 approval_timeout=config.approval_timeout,
+                compact_at=config.context.compact_at,
+                summary_model=config.context.summary_model,
+                tool_result_share=config.context.tool_result_share,
             )
             self.sandbox_ok = await trio.to_thread.run_sync(_sandbox_available)
             if not self.sandbox_ok:

@@ -113,6 +113,17 @@ def _add_daemon(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> No
     logs.set_defaults(func="daemonctl:cmd_logs")
 
 
+def _add_compact(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        help="keep the newest N turns as they are (0: summarize them all; "
+        "default: as many as fit in 40%% of the window)",
+    )
+
+
 def _add_keys(p: argparse.ArgumentParser) -> None:
     # one positional ACTION, not sub-commands: the command is parsed intermixed
     p.add_argument("action", metavar="ACTION", choices=["list", "set", "rm"], help="list|set|rm")

@@ -5,9 +5,9 @@ imported here; each command's module (socket client, rendering, REPL, the
 catalog) is imported when that command runs, and only that command's
 sub-parser is built when the command is named on the command line.
 
-Exit codes: 0 ok, 1 the turn ended in error (or did not complete), 2 usage
-error or refused, 3 the daemon is unreachable, 4 no such agent (or an
-ambiguous one), 130 interrupted.
+Exit codes: 0 ok, 1 the turn ended in error (or did not complete) or a
+compaction failed, 2 usage error or refused, 3 the daemon is unreachable,
+4 no such agent (or an ambiguous one), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 EPILOG = """\
 AGENT is a uuid, a unique prefix of one, or a name. PROMPT `-` reads stdin.
-Exit codes: 0 ok, 1 the turn ended in error, 2 usage error or refused,
-3 daemon unreachable, 4 agent not found or ambiguous, 130 interrupted.
+Exit codes: 0 ok, 1 the turn (or the compaction) failed, 2 usage error or
+refused, 3 daemon unreachable, 4 agent not found or ambiguous, 130 interrupted.
 With no daemon answering, ikictl starts one (same IKIGAI_HOME) unless
 --no-autostart, IKIGAI_AUTOSTART=0 or config "autostart": false."""
 
@@ -59,6 +59,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "clear": ("start a fresh context for an agent", "commands:cmd_clear"),
     "mark": ("set a checkpoint in an agent's context", "commands:cmd_mark"),
     "rewind": ("return an agent's context to a mark", "commands:cmd_rewind"),
+    "compact": (
+        "summarize the oldest part of an agent's context so it can go on (history keeps all)",
+        "compact:cmd_compact",
+    ),
     "mail": ("send mail between agents, read an inbox", ""),
     "models": ("list the models (from the daemon, or the local catalog)", "commands:cmd_models"),
     "status": ("is the daemon running? version, uptime, agents", "commands:cmd_status"),

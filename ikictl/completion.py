@@ -112,7 +112,8 @@ def _q(text: str | tuple[str, ...] | None) -> str:
     argparse metavar of several words)."""
     t = " ".join(text) if isinstance(text, tuple) else text or ""
     t = t.replace("'", "'\\''").replace("[", "(").replace("]", ")").replace(":", " -")
-    return t.replace("%(default)s", "").replace("%", "%%")
+    # argparse's own escape (%%) is one %, which zsh's descriptions escape again
+    return t.replace("%(default)s", "").replace("%%", "%").replace("%", "%%")
 
 
 def _zsh_specs(parser: argparse.ArgumentParser) -> list[str]:

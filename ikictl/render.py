@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from daemon.results import (
         AgentInfo,
         AllUsage,
+        Compacted,
+        ContextInfo,
         HistoryRow,
         ListedAgent,
         ModelRow,
@@ -269,6 +271,9 @@ def show_agent(info: ShownAgent, out: TextIO) -> None:
             f"{money(usage.get('cost_usd'))}",
         )
     )
+    ctx = info.get("context")
+    if ctx:
+        lines.append(("context", context_text(ctx, info)))
     last = info.get("last_turn")
     if last:
         lines.append(("last turn", f"{last.get('turn')} {last.get('status')}"))
@@ -278,6 +283,29 @@ def show_agent(info: ShownAgent, out: TextIO) -> None:
             lines.append(("last error", error_text(last["error"])))
     for k, v in lines:
         out.write(f"{k + ':':<14}{safe_line(v)}\n")
+
+
+def context_text(ctx: ContextInfo, info: AgentInfo) -> str:
+    """The context's size against its window, and where the window comes from."""
+    source = ctx.get("window_source")
+    if source == "default":
+        key = f"providers.{info.get('provider')}.models.{info.get('model')}.context_window"
+        where = (
+            "window: a conservative default for a model the catalog does not know; "
+            f"set {key} in config.json"
+        )
+    elif source == "provider":
+        where = "window as the provider's refusal named it"
+    else:
+        where = f"window from the {source}" if source == "catalog" else f"window from {source}"
+    how = "estimated, calibrated by the provider's counts" if ctx.get("calibrated") else "estimated"
+    n = ctx.get("messages")
+    after = " after a summary" if ctx.get("summarized") else ""
+    return (
+        f"{num(ctx.get('tokens'))} / {num(ctx.get('window'))} tokens, "
+        f"{num(n)} message{'' if n == 1 else 's'}{after} "
+        f"({how}; compacts above {num(ctx.get('limit'))}; {where})"
+    )
 
 
 def chain_text(info: AgentInfo) -> str:
@@ -304,8 +332,59 @@ def error_text(err: Any) -> str:
         where = f"{err['provider']} " if err.get("provider") else ""
         status = f"HTTP {err['http_status']} " if err.get("http_status") else ""
         cat = err.get("category")
-        return safe(f"{where}{status}{cat + ': ' if cat else ''}{err.get('message', '')}")
+        return safe(f"{where}{status}{f'{cat}: ' if cat else ''}{err.get('message', '')}")
     return safe(str(err))
+
+
+# ---------------------------------------------------------------- compaction
+
+
+def _count(value: Any) -> str:
+    """A count from the daemon, or ``?`` for anything that is not one."""
+    return num(value) if isinstance(value, int) and not isinstance(value, bool) else "?"
+
+
+def _cost(value: Any) -> str:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and value == value
+    return money(value) if ok and abs(value) < 1e12 else "?"
+
+
+def compaction_note(ev: dict[str, Any]) -> str:
+    """The status line of a compaction_started/_done/_failed event."""
+    kind = ev.get("type")
+    if kind == "compaction_started":
+        return (
+            f"[compacting context: {_count(ev.get('messages'))} messages, "
+            f"~{_count(ev.get('tokens_before'))} tokens ({ev.get('reason')})…]"
+        )
+    if kind == "compaction_done":
+        return (
+            f"[compacted: ~{_count(ev.get('tokens_before'))} → ~{_count(ev.get('tokens_after'))} "
+            f"tokens ({_count(ev.get('messages'))} messages summarized by {ev.get('model')}, "
+            f"{_cost(ev.get('cost_usd'))})]"
+        )
+    err = ev.get("error")
+    why = ev.get("message") or (error_text(err) if err else "no reason given")
+    return f"[compaction failed ({ev.get('reason')}): {why}; the context is unchanged]"
+
+
+def compacted_text(res: Compacted) -> str:
+    """``ikictl compact``'s line when a summary was stored."""
+    cost = res.get("cost_usd")
+    return (
+        f"compacted {_count(res.get('messages'))} messages: ~{_count(res.get('tokens_before'))} "
+        f"→ ~{_count(res.get('tokens_after'))} tokens (summary by {res.get('model')}, "
+        f"{'cost unknown' if cost is None else _cost(cost)})"
+    )
+
+
+def _compaction_head(data: dict[str, Any]) -> str:
+    by = "/".join(str(data[k]) for k in ("summary_provider", "summary_model") if data.get(k))
+    return (
+        f"── compacted {_count(data.get('messages'))} messages "
+        f"(~{_count(data.get('tokens_before'))} → ~{_count(data.get('tokens_after'))} tokens)"
+        f"{' by ' + by if by else ''} ──"
+    )
 
 
 # ---------------------------------------------------------------- history
@@ -332,6 +411,14 @@ def history(
             if data.get("thinking") and not full:
                 detail += " +thinking"
             head = f"assistant [{detail}]" if detail else "assistant"
+        elif kind == "compaction":
+            # the summary that replaced those messages in the context, under its line
+            head = safe_line(_compaction_head(data if isinstance(data, dict) else {}))
+            summary = safe(content) if full else one_line(content, 100)
+            out.write(f"#{str(m['id']).ljust(width)}  {when}  {style(BOLD, head)}\n")
+            for line in summary.splitlines() or [""]:
+                out.write(f"{'':>{width + 13}}{style(DIM, line)}\n")
+            continue
         elif kind in ("mark", "rewind") and content:
             head = f"{kind} {safe_line(content)}"
             content = ""

@@ -47,6 +47,8 @@ commands (anything else is a prompt to the current agent):
   /clear                        start a fresh context
   /mark [label]                 set a checkpoint
   /rewind [label]               return to a checkpoint (default: the last one)
+  /compact [N]                  summarize the oldest part of the context (history keeps
+                                it all); N: keep the newest N turns as they are
   /system [text]                show or set the system prompt ("" clears it)
   /send AGENT "text"            mail another agent (it takes it as its next prompt)
   /history [N]                  the last N messages (default 10)
@@ -64,6 +66,7 @@ SLASH = [
     "/clear",
     "/mark",
     "/rewind",
+    "/compact",
     "/system",
     "/send",
     "/history",
@@ -272,6 +275,16 @@ class Chat:
         res: MessageId = self.c.call(p.AGENT_REWIND, {"agent": self.uuid, "label": label})
         lab = f" {label!r}" if label else " (the last one)"
         self.say(f"{self.name}: rewound to mark{lab} (message #{res['message_id']})")
+
+    def do_compact(self, rest: list[str]) -> None:
+        if len(rest) > 1 or (rest and not rest[0].isdecimal()):
+            self.say("usage: /compact [N] (N: the newest turns to keep, 0 or more)", render.RED)
+            return
+        from ikictl.compact import compact, outcome_text
+
+        res = compact(self.c, self.uuid, int(rest[0]) if rest else None, who=self.name)
+        failed, line = outcome_text(res, self.name)
+        self.say(line, render.RED if failed else render.DIM)
 
     def do_system(self, rest: list[str]) -> None:
         if not rest:

@@ -15,6 +15,7 @@ from ikictl.render import (
     RED,
     YELLOW,
     Style,
+    compaction_note,
     error_text,
     money,
     ndjson,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, TextIO
 
-    from daemon.results import History, HistoryRow, Queued, ShownAgent, Subscribed
+    from daemon.results import History, Queued, ShownAgent, Subscribed
 
 
 class EventPrinter:
@@ -183,6 +184,11 @@ class EventPrinter:
 
     def _on_notice(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[notice] {ev.get('text')}")
+
+    def _on_compaction_started(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
+        self.note(compaction_note(ev), YELLOW if ev.get("type") == "compaction_failed" else DIM)
+
+    _on_compaction_done = _on_compaction_failed = _on_compaction_started
 
     def _on_queued(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[queued: {ev.get('position')} turn(s) ahead]")
@@ -486,7 +492,9 @@ def _replay(client: Client, printer: EventPrinter, backlog: list[dict[str, Any]]
     skip: str | None = None  # a turn printed from history: only its end comes from the log
     if backlog and (backlog[0].get("event") or {}).get("type") == "lagged":
         lag, backlog = backlog[0], backlog[1:]
-        skip = _older_turns(client, printer, lag, backlog)
+        from ikictl._fromhistory import older_turns
+
+        skip = older_turns(client, printer, lag, backlog)
     for params in backlog:
         ev = params.get("event") or {}
         if skip is not None and params.get("turn") == skip and ev.get("type") != "turn_ended":
@@ -495,101 +503,3 @@ def _replay(client: Client, printer: EventPrinter, backlog: list[dict[str, Any]]
         if ev.get("type") == "turn_ended":
             code = printer.finish(ev, ev.get("cost_usd"))
     return code
-
-
-def _older_turns(
-    client: Client, printer: EventPrinter, lag: dict[str, Any], kept: list[dict[str, Any]]
-) -> str | None:
-    """The turns whose events the daemon no longer keeps, printed from history.
-
-    The first kept turn may have lost its start: when its end is kept, it is
-    printed from history too and its id returned (its kept events but the end
-    are then skipped; the end carries its cost)."""
-    agent = str(lag.get("agent") or "")
-    started = [q.get("turn") for q in kept if (q.get("event") or {}).get("type") == "turn_started"]
-    ended = {q.get("turn") for q in kept if (q.get("event") or {}).get("type") == "turn_ended"}
-    # a queued notice carries the turn it queued, which starts later: not a cut turn
-    first = next(
-        (
-            q.get("turn")
-            for q in kept
-            if q.get("turn") and (q.get("event") or {}).get("type") != "queued"
-        ),
-        None,
-    )
-    stop = set(started)
-    partial = first if first is not None and first not in stop else None
-    if partial is not None and partial not in ended:
-        stop.add(partial)  # still running: what the log keeps of it is all there is
-        partial = None
-    hist: History = client.call(p.AGENT_HISTORY, {"agent": agent})
-    turns = _history_turns([r for r in hist["messages"] if r.get("agent") == agent])
-    oldest = (lag.get("event") or {}).get("oldest_kept")
-    if not printer.json_mode:
-        printer.note(f"[events before seq {oldest} are no longer kept: older turns from history]")
-    for turn, user, rows in turns:
-        if turn in stop:
-            break
-        _history_turn(printer, agent, turn, user, rows, last=turn != partial)
-    return partial
-
-
-def _history_turns(
-    rows: list[HistoryRow],
-) -> list[tuple[str, HistoryRow, list[HistoryRow]]]:
-    """(turn id, its prompt row, the rows after it) for each turn in ``rows``."""
-    out: list[tuple[str, HistoryRow, list[HistoryRow]]] = []
-    for r in rows:
-        turn = (r.get("data") or {}).get("turn") if r.get("kind") == "user" else None
-        if isinstance(turn, str):
-            out.append((turn, r, []))
-        elif out:
-            out[-1][2].append(r)
-    return out
-
-
-def _history_turn(
-    printer: EventPrinter,
-    agent: str,
-    turn: str,
-    user: HistoryRow,
-    rows: list[HistoryRow],
-    *,
-    last: bool,
-) -> None:
-    """One stored turn as the events it once was (marked ``from_history``);
-    ``last``: with its end, else the log's own end follows."""
-    answers = [r for r in rows if r.get("kind") == "assistant"]
-    first = (answers[0].get("data") or {}) if answers else {}
-
-    def emit(event: dict[str, Any]) -> None:
-        printer.event({"agent": agent, "turn": turn, "from_history": True, "event": event})
-
-    emit(
-        {
-            "type": "turn_started",
-            "prompt": user.get("content") or "",
-            "provider": first.get("provider"),
-            "model": first.get("model"),
-            "thinking_level": first.get("thinking_level"),
-        }
-    )
-    usage: dict[str, int] = {}
-    for r in answers:
-        data = r.get("data") or {}
-        if data.get("thinking"):
-            emit({"type": "thinking_delta", "index": 0, "text": str(data["thinking"])})
-        if r.get("content"):
-            emit({"type": "text_delta", "index": 1, "text": str(r["content"])})
-        for k, v in (data.get("usage") or {}).items():
-            if isinstance(v, int):
-                usage[k] = usage.get(k, 0) + v
-    emit({"type": "done", "usage": usage})
-    if not last:
-        return
-    cut = any(r.get("kind") == "interrupted" for r in rows)
-    status = "interrupted" if cut else "completed" if answers else "ended"
-    emit({"type": "turn_ended", "status": status, "usage": usage, "cost_usd": None})
-    if not printer.json_mode:
-        # history keeps tokens, not the turn's price: the cost stays unknown
-        printer.note(printer.usage_line(f"{status}, from history"))

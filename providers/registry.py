@@ -7,7 +7,7 @@ import importlib
 import httpx
 
 from .base import Codec
-from .catalog import WireApi
+from .catalog import Catalog, WireApi
 from .http import HttpProvider
 from .settings import ProviderSettings
 
@@ -21,10 +21,14 @@ CODECS: dict[str, tuple[str, str]] = {
 }
 
 
-def codec_for(settings: ProviderSettings, api: WireApi | None = None) -> Codec:
+def codec_for(
+    settings: ProviderSettings, api: WireApi | None = None, catalog: Catalog | None = None
+) -> Codec:
+    """``catalog``: the one the daemon built from config (its per-model limits
+    decide the output caps a codec sends); None: the shipped one."""
     module_name, class_name = CODECS[api or settings.api]
     module = importlib.import_module(module_name)
-    codec: Codec = getattr(module, class_name)(settings)
+    codec: Codec = getattr(module, class_name)(settings, catalog)
     return codec
 
 
@@ -33,7 +37,8 @@ def make_provider(
     *,
     api: WireApi | None = None,
     client: httpx.AsyncClient | None = None,
+    catalog: Catalog | None = None,
 ) -> HttpProvider:
     if api is not None and api != settings.api:
         settings = settings.with_api(api)
-    return HttpProvider(codec_for(settings), settings, client=client)
+    return HttpProvider(codec_for(settings, catalog=catalog), settings, client=client)

@@ -26,6 +26,7 @@ from ._errors import (
     StoreError,
 )
 from ._ids import uuid7
+from ._replay import SUMMARY_PREFIX, summary_message
 from ._store import Store
 from ._types import (
     KINDS,
@@ -35,12 +36,14 @@ from ._types import (
     MailRecord,
     MessageRecord,
     QueuedPrompt,
+    Replayed,
     UsageReport,
     UsageTotals,
 )
 
 __all__ = [
     "KINDS",
+    "SUMMARY_PREFIX",
     "AgentNotFound",
     "AgentRecord",
     "AmbiguousAgent",
@@ -56,6 +59,7 @@ __all__ = [
     "NoSuchApproval",
     "NoSuchMark",
     "QueuedPrompt",
+    "Replayed",
     "SchemaDrift",
     "SchemaOutOfDate",
     "Store",
@@ -67,5 +71,6 @@ __all__ = [
     "display_url",
     "resolve_url",
     "sqlite_file",
+    "summary_message",
     "uuid7",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import sqlalchemy as sa
 
 from providers.types import Message, Usage
@@ -16,7 +17,9 @@ from ._errors import InvalidEntry, NoSuchMark
 from ._rows import Prepared, message_record, message_rows, plain, usage_dict
 from ._schema import messages
 from ._turns import turn_closed
-from ._types import APPENDABLE, KINDS, MESSAGE_ROLES, Entry, MessageRecord
+from ._types import APPENDABLE, KINDS, MESSAGE_ROLES, Entry, MessageRecord, Replayed
+
+_ENCODE = msgspec.json.encode
 
 
 class MessagesMixin(StoreBase):
@@ -131,6 +134,63 @@ class MessagesMixin(StoreBase):
                 [Prepared("rewind", label or "", {"mark_id": mk.id, "label": label})],
             )[0]
 
+    def compact(
+        self,
+        agent_uuid: str,
+        *,
+        upto: int,
+        summary: str,
+        data: dict[str, Any] | None = None,
+        usage: Usage | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+    ) -> MessageRecord:
+        """Replace, in replay, the context up to row ``upto`` with ``summary``
+        (history keeps every row). One transaction writes the compaction row
+        (data: upto and the caller's ``data``) and, with ``usage``, a usage row
+        for the call that wrote the summary (``provider``/``model``: the agent's
+        when None). ``upto`` must be a message of the current context, not
+        before the upto of the compaction in force. Returns the compaction row."""
+        if type(upto) is not int:
+            raise InvalidEntry(
+                f"compaction of agent {agent_uuid}: upto must be a row id, not {upto!r}"
+            )
+        if not isinstance(summary, str) or not summary.strip():
+            raise InvalidEntry(f"compaction of agent {agent_uuid}: the summary is empty")
+        extra = plain(data) or {}
+        if "upto" in extra:
+            raise InvalidEntry(f"compaction of agent {agent_uuid}: give upto as the argument")
+        message = _replay.summary_message(summary)
+        try:
+            message_json = _ENCODE(message).decode()
+        except UnicodeEncodeError:  # lone surrogates: not UTF-8, no database takes it
+            raise InvalidEntry(
+                f"compaction of agent {agent_uuid}: the summary is not valid unicode"
+            ) from None
+        with self._write() as conn:
+            agent = self._agent_row(conn, agent_uuid)
+            folded = self._fold(conn, agent_uuid)
+            if upto not in folded.ids:
+                raise InvalidEntry(
+                    f"compaction of agent {agent_uuid}: row {upto} is not a message "
+                    "of its current context"
+                )
+            in_force = folded.applied()
+            if in_force is not None and upto < in_force.upto:
+                raise InvalidEntry(
+                    f"compaction of agent {agent_uuid}: row {upto} is before row "
+                    f"{in_force.upto}, which compaction {in_force.id} already covers"
+                )
+            rows = [Prepared("compaction", summary, {"upto": upto, **extra}, message_json, message)]
+            if usage is not None:
+                spent: dict[str, Any] = {
+                    "usage": usage_dict(usage, "compaction"),
+                    "provider": provider or agent.provider,
+                    "model": model or agent.model,
+                }
+                rows.append(Prepared("usage", "context compaction", spent))
+            return self._insert(conn, agent_uuid, rows)[0]
+
     def mark_interrupted(
         self, agent_uuid: str, turn_start: int, *, reason: str | None = None
     ) -> MessageRecord:
@@ -182,12 +242,23 @@ class MessagesMixin(StoreBase):
         the newest clear on, interrupted turns left out, rewinds applied."""
         with self._read() as conn:
             folded = self._fold(conn, agent_uuid)
-        return _replay.decode_messages(folded.texts)
+        return _replay.decode_messages(_replay.context(folded).texts)
 
     def replay_ids(self, agent_uuid: str) -> list[int]:
-        """The row id of each message replay() returns (same order)."""
+        """The row id of each message replay() returns (same order; a
+        compaction summary's is its compaction row's)."""
         with self._read() as conn:
-            return self._fold(conn, agent_uuid).ids
+            return _replay.context(self._fold(conn, agent_uuid)).ids
+
+    def replay_entries(self, agent_uuid: str) -> list[Replayed]:
+        """replay() with each message's row id and whether it is a compaction summary."""
+        with self._read() as conn:
+            ctx = _replay.context(self._fold(conn, agent_uuid))
+        messages_ = _replay.decode_messages(ctx.texts)
+        return [
+            Replayed(rid, msg, ctx.summary and i == 0)
+            for i, (rid, msg) in enumerate(zip(ctx.ids, messages_, strict=True))
+        ]
 
     # ------------------------------------------------------------ internals
 

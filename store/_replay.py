@@ -9,7 +9,8 @@ ordering the lineage by id is ordering it in time.
 Replay folds the lineage, from the newest ``clear`` on, into the Messages a
 provider request needs: user/assistant/tool_result rows in order, minus the
 rows of interrupted turns, with every ``rewind`` cutting the context back to
-its mark.
+its mark. The newest ``compaction`` in force then replaces the messages up to
+its ``upto`` row with its summary (see fold).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, NamedTuple
 import msgspec
 import sqlalchemy as sa
 
-from providers.types import Message
+from providers.types import Message, TextBlock
 
 from ._schema import agents, messages
 from ._types import MESSAGE_ROLES
@@ -29,13 +30,25 @@ from ._types import MESSAGE_ROLES
 # (agent uuid, id of the last row of it the lineage includes; None: all of them)
 Range = tuple[str, int | None]
 
-REPLAY_KINDS = frozenset({*MESSAGE_ROLES, "clear", "mark", "rewind", "interrupted"})
-_CONTROL_KINDS = ("clear", "mark", "rewind", "interrupted")
+REPLAY_KINDS = frozenset({*MESSAGE_ROLES, "clear", "mark", "rewind", "interrupted", "compaction"})
+_CONTROL_KINDS = ("clear", "mark", "rewind", "interrupted", "compaction")
 # SQLite's parser nests OR terms: keep each query's chain well under its depth limit
 _CHUNK = 100
 
 _MESSAGES = msgspec.json.Decoder(list[Message])
 _MESSAGE = msgspec.json.Decoder(Message)
+
+# Opens every compaction summary: the model must know the text is a summary
+# standing for turns it no longer sees, not something the user just said.
+SUMMARY_PREFIX = (
+    "[Summary of the earlier part of this conversation, which was compacted to fit the "
+    "context window. The full history is kept outside this context.]\n\n"
+)
+
+
+def summary_message(text: str) -> Message:
+    """The message a compaction's summary stands as in the replayed context."""
+    return Message(role="user", content=[TextBlock(text=SUMMARY_PREFIX + text)])
 
 
 def decode_message(text: str) -> Message:
@@ -167,10 +180,44 @@ class Mark(NamedTuple):
     position: int  # how many messages the context held when it was set
 
 
+class Compaction(NamedTuple):
+    id: int  # the compaction row
+    upto: int  # the last row it covers
+    text: str  # message_json of its summary message
+
+
 class Folded(NamedTuple):
-    texts: list[str]  # message_json of each message in the context
-    ids: list[int]  # the row each comes from
-    marks: list[Mark]  # marks one can rewind to, oldest first
+    """The context before compaction (what rewinds and marks work on) and the
+    compactions that may shorten it: see ``context`` for what replay sends."""
+
+    texts: list[str]  # message_json of each message in the context, uncompacted
+    ids: list[int]  # the row each comes from (increasing)
+    marks: list[Mark]  # marks one can rewind to, oldest first; uncompacted positions
+    compactions: list[Compaction]  # in force (not cleared or rewound away), oldest first
+
+    def applied(self) -> Compaction | None:
+        """The compaction replay uses: the newest in force whose upto is in the
+        context (one whose upto is not is ignored: that row left the context)."""
+        if not self.compactions:
+            return None
+        where = set(self.ids)
+        return next((c for c in reversed(self.compactions) if c.upto in where), None)
+
+
+class Context(NamedTuple):
+    """What replay sends: the summary (if any) and the messages after it."""
+
+    texts: list[str]
+    ids: list[int]  # for the summary, the compaction row's id
+    summary: bool  # the first text is a compaction summary
+
+
+def context(folded: Folded) -> Context:
+    c = folded.applied()
+    if c is None:
+        return Context(folded.texts, folded.ids, False)
+    keep = folded.ids.index(c.upto) + 1
+    return Context([c.text, *folded.texts[keep:]], [c.id, *folded.ids[keep:]], True)
 
 
 def fold(rows: Sequence[tuple[Any, ...]]) -> Folded:
@@ -184,6 +231,7 @@ def fold(rows: Sequence[tuple[Any, ...]]) -> Folded:
     texts: list[str] = []
     ids: list[int] = []
     marks: list[Mark] = []
+    compactions: list[Compaction] = []
     for rid, agent, kind, data, text in rows:
         if kind in MESSAGE_ROLES:
             if cut:
@@ -196,6 +244,7 @@ def fold(rows: Sequence[tuple[Any, ...]]) -> Folded:
             texts.clear()
             ids.clear()
             marks.clear()
+            compactions.clear()
         elif kind == "mark":
             marks.append(Mark(rid, data.get("label") if data else None, len(texts)))
         elif kind == "rewind":
@@ -205,8 +254,14 @@ def fold(rows: Sequence[tuple[Any, ...]]) -> Folded:
                     del texts[mk.position :]
                     del ids[mk.position :]
                     del marks[i + 1 :]  # marks set after it are gone; it stays
+                    # back to before a compaction: the messages it covered return
+                    compactions[:] = [c for c in compactions if c.id < mk.id]
                     break
-    return Folded(texts, ids, marks)
+        elif kind == "compaction":
+            upto = data.get("upto") if data else None
+            if isinstance(upto, int) and text:
+                compactions.append(Compaction(rid, upto, text))
+    return Folded(texts, ids, marks, compactions)
 
 
 def find_mark(marks: Sequence[Mark], label: str | None) -> Mark | None:

@@ -4,7 +4,7 @@ daemon can put them on the wire as they are."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -29,6 +29,11 @@ KINDS: Final = frozenset(
         # a tool call passed the gate or not; data: tool_call_id, tool, decision,
         # rule, policy, by, reason (+ approval, remember when asked). Not replayed
         "permission",
+        # the context up to row data.upto is replaced in replay by a summary:
+        # content = its text, message_json = the summary Message (a user one);
+        # data: upto + the caller's (tokens_before, tokens_after, reason...).
+        # Written by Store.compact; see docs/store.md for how replay folds it
+        "compaction",
     }
 )
 # Kinds whose row holds a providers.types.Message, and the role it must have.
@@ -65,8 +70,16 @@ class MessageRecord(msgspec.Struct, frozen=True, kw_only=True):
     kind: str
     content: str
     data: dict[str, Any] | None
-    message: Message | None  # user, assistant and tool_result rows
+    message: Message | None  # user, assistant and tool_result rows; a compaction's summary
     created_at: datetime
+
+
+class Replayed(NamedTuple):
+    """One message of an agent's replayed context (Store.replay_entries)."""
+
+    id: int  # the row it comes from (for a summary: the compaction row)
+    message: Message
+    summary: bool  # the summary of a compaction, standing for the rows it covers
 
 
 class QueuedPrompt(msgspec.Struct, frozen=True, kw_only=True):

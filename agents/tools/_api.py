@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from providers.types import ImageBlock
+
 from ._env import ToolEnv
 from ._guard import Guard
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:  # at run time: the permissions package may import tools' name
 class ToolOutput:
     content: str
     is_error: bool = False
+    # pictures a tool returns (MCP), sent where the API takes them
+    images: tuple[ImageBlock, ...] = ()
 
 
 class AgentOps(Protocol):
@@ -78,6 +82,10 @@ class ToolContext:
     # How bash and external tools are confined (see _sandbox), from the policy.
     sandbox: Sandbox = "none"
     network: bool = False
+    # the id of the call being run (the registry sets it per call), and where
+    # a long tool reports progress: (call_id, progress, total, message)
+    call_id: str = ""
+    progress: Callable[[str, float, float | None, str | None], None] | None = None
 
     def process_env(self, tool: str) -> dict[str, str]:
         """The environment of a process run by ``tool`` for this agent."""

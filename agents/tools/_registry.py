@@ -60,6 +60,7 @@ class ToolRegistry:
         self.env = env
         self.guard = guard
         self._specs: dict[str, ToolSpec] = {}
+        self._definitions: list[Tool] | None = None
         for spec in specs:
             self.register(spec)
 
@@ -80,6 +81,7 @@ class ToolRegistry:
         if spec.max_output <= 0:
             raise ValueError(f"tool {spec.name!r}: max_output must be positive")
         self._specs[spec.name] = spec
+        self._definitions = None
 
     def names(self) -> list[str]:
         """The registered tool names, sorted."""
@@ -99,23 +101,26 @@ class ToolRegistry:
 
     def definitions(self) -> list[Tool]:
         """The tools as the provider sees them, sorted by name (a stable order
-        keeps the provider's prompt cache warm)."""
-        return [
-            Tool(name=s.name, description=s.description, parameters=s.parameters, strict=False)
-            for s in self
-        ]
+        keeps the provider's prompt cache warm). The same list object until a
+        tool is registered, so the size of the definitions is measured once."""
+        if self._definitions is None:
+            self._definitions = [
+                Tool(name=s.name, description=s.description, parameters=s.parameters, strict=False)
+                for s in self
+            ]
+        return self._definitions
 
     # ------------------------------------------------------------ running
 
     async def run(self, call: ToolCallBlock, ctx: ToolContext) -> ToolResultBlock:
         """Run one tool call; every failure is an error result. Raises only
         ``trio.Cancelled`` (when the caller is cancelled)."""
-        if (ctx.tool_env is None and self.env is not None) or (
-            ctx.guard is None and self.guard is not None
-        ):
-            ctx = dataclasses.replace(
-                ctx, tool_env=ctx.tool_env or self.env, guard=ctx.guard or self.guard
-            )
+        ctx = dataclasses.replace(
+            ctx,
+            tool_env=ctx.tool_env or self.env,
+            guard=ctx.guard or self.guard,
+            call_id=call.id,
+        )
         output = await self._run(call, ctx)
         spec = self._specs.get(call.name)
         limit = spec.max_output if spec is not None else _NO_SPEC_LIMIT

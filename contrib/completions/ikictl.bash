@@ -16,7 +16,7 @@ _ikictl() {
     --model|-m|--name|-n|--system|-s|--at|--from|--limit|--before|--lines|--wait) return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "new send watch fork model system cancel kill ls show history usage clear mark rewind mail models status daemon keys chat approvals approve deny completion --json --no-autostart --socket --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "new send watch fork model system cancel kill ls show history usage clear mark rewind compact mail models status daemon keys chat approvals approve deny completion --json --no-autostart --socket --version --help" -- "$cur"))
     return
   fi
   case "$cmd" in
@@ -35,6 +35,7 @@ _ikictl() {
     clear) opts="-h --help --json --no-autostart --socket"; agents=1; choices="" ;;
     mark) opts="-h --help --json --no-autostart --socket"; agents=1; choices="" ;;
     rewind) opts="-h --help --json --no-autostart --socket"; agents=1; choices="" ;;
+    compact) opts="-h --help --json --no-autostart --socket --keep"; agents=1; choices="" ;;
     mail)
       if [[ -z $sub ]]; then
         COMPREPLY=($(compgen -W "send inbox -h --help --json --no-autostart --socket" -- "$cur")); return

@@ -25,6 +25,7 @@ _ikictl() {
     'clear:start a fresh context for an agent'
     'mark:set a checkpoint in an agent'\''s context'
     'rewind:return an agent'\''s context to a mark'
+    'compact:summarize the oldest part of an agent'\''s context so it can go on (history keeps all)'
     'mail:send mail between agents, read an inbox'
     'models:list the models (from the daemon, or the local catalog)'
     'status:is the daemon running? version, uptime, agents'
@@ -70,6 +71,7 @@ _ikictl() {
     clear) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' ':AGENT:_ikictl_agents' ;;
     mark) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' ':AGENT:_ikictl_agents' '::LABEL: ' ;;
     rewind) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' ':AGENT:_ikictl_agents' '::LABEL: ' ;;
+    compact) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' '--keep[keep the newest N turns as they are (0 - summarize them all; default - as many as fit in 40%% of the window)]:N:' ':AGENT:_ikictl_agents' ;;
     mail)
       if (( CURRENT == 2 )); then
         local -a actions; actions=('send:Send TEXT from agent FROM to agent TO; TO takes it as its next prompt.' 'inbox:List the mail an agent received.'); _describe action actions

@@ -6,7 +6,7 @@ Pure: no I/O, no clock. ``providers.http.HttpProvider`` moves the bytes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -61,7 +61,8 @@ class _WireMessage(msgspec.Struct):
 
 
 class _Count(msgspec.Struct):
-    input_tokens: int
+    # a count below zero or beyond any window is a broken answer, not a count
+    input_tokens: Annotated[int, msgspec.Meta(ge=0, le=1 << 40)]
 
 
 _decode_message = msgspec.json.Decoder(_WireMessage).decode
@@ -178,6 +179,11 @@ class AnthropicCodec:
         lower = error.message.lower()
         if category == "invalid_request" and "credit balance" in lower:
             category = "billing"  # "Your credit balance is too low to access the Anthropic API"
+        elif category == "invalid_request" and "exceed context limit" in lower:
+            # "input length and `max_tokens` exceed context limit: 188240 + 21333 >
+            # 200000, decrease input length or `max_tokens` and try again": the
+            # prompt fits alone, not with the output room asked for
+            category = "context_length"
         elif error.provider_code == "overloaded_error" or status == 529:
             category = "overloaded"
         if category != error.category:

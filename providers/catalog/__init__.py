@@ -12,6 +12,7 @@ import functools
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal, NamedTuple
 
 import msgspec
 
@@ -29,7 +30,9 @@ __all__ = [
     "Capabilities",
     "Catalog",
     "CatalogError",
+    "LimitSource",
     "ModelEntry",
+    "ModelLimits",
     "Prices",
     "ProviderEntry",
     "ThinkingProfile",
@@ -48,6 +51,19 @@ class CatalogError(ValueError):
     """A catalog file that cannot be read, with the file and the reason."""
 
 
+LimitSource = Literal["catalog", "config", "default"]
+
+
+class ModelLimits(NamedTuple):
+    """How much a model reads and writes, and who says so: the catalog's
+    data, the user's config, or the conservative default for a model the
+    catalog does not know."""
+
+    context_window: int
+    max_output_tokens: int
+    source: LimitSource
+
+
 class Catalog:
     def __init__(self, files: Iterable[tuple[str, CatalogFile]]) -> None:
         self.providers: dict[str, ProviderEntry] = {}
@@ -56,6 +72,7 @@ class Catalog:
         self._bare: dict[str, ModelEntry] = {}  # name -> entry of the first provider that has it
         self.sources: dict[str, str] = {}
         self._added: list[ModelEntry] = []  # models the config names (add_model)
+        self._configured: set[str] = set()  # "provider/id" of entries set_limits changed
         for origin, f in files:
             for p in f.providers:
                 if p.name in self.providers:
@@ -96,6 +113,49 @@ class Catalog:
         entry, _ = self.entry_or_default(provider, model)
         self._names[f"{provider}/{model}"] = entry
         self._added.append(entry)
+
+    def set_limits(
+        self,
+        provider: str,
+        model: str,
+        *,
+        context_window: int | None = None,
+        max_output_tokens: int | None = None,
+    ) -> None:
+        """The config's limits for a model: a catalog model's are replaced (its
+        aliases and dated snapshots share them), an unknown model is added
+        with them, as add_model does, over its provider's default."""
+        old = self.lookup(provider, model)
+        base = old if old is not None else self.entry_or_default(provider, model)[0]
+        changes: dict[str, int] = {}
+        if context_window is not None:
+            changes["context_window"] = context_window
+        if max_output_tokens is not None:
+            changes["max_output_tokens"] = max_output_tokens
+        new = msgspec.structs.replace(base, **changes)
+        self._configured.add(f"{provider}/{new.id}")
+        if old is None:
+            self._names[f"{provider}/{model}"] = new
+            self._added.append(new)
+            return
+        self._swap({id(old): new})
+
+    def _swap(self, new: dict[int, ModelEntry]) -> None:
+        """Put new entries in place of old ones (keyed by the old one's id())
+        everywhere the catalog holds them."""
+        for names in (self.models, self._names, self._bare):
+            for key, m in names.items():
+                if id(m) in new:
+                    names[key] = new[id(m)]
+        self._added = [new.get(id(m), m) for m in self._added]
+
+    def limits(self, provider: str, model: str) -> ModelLimits:
+        """The window and output limit of a model, with their source."""
+        entry, known = self.entry_or_default(provider, model)
+        source: LimitSource = "catalog" if known else "default"
+        if known and f"{provider}/{entry.id}" in self._configured:
+            source = "config"
+        return ModelLimits(entry.context_window, entry.max_output_tokens, source)
 
     def pin_api(self, provider: str, api: WireApi) -> None:
         """Every model of ``provider`` goes through ``api`` (a config pin): it

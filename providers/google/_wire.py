@@ -11,7 +11,7 @@ thousands of chunks a second need not be tracked by the cycle collector.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -82,7 +82,9 @@ class Chunk(msgspec.Struct, rename="camel", gc=False):
 
 
 class CountTokensResponse(msgspec.Struct, rename="camel"):
-    total_tokens: int = 0
+    # required and bounded: a body without it, or a negative or absurd count,
+    # is a malformed answer, not a count of 0
+    total_tokens: Annotated[int, msgspec.Meta(ge=0, le=1 << 40)]
 
 
 CHUNK_DECODER = msgspec.json.Decoder(Chunk)

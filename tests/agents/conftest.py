@@ -10,6 +10,7 @@ from agents import AgentConfig, AsyncStore, ProviderPool, RetryPolicy, Superviso
 from agents.events import LogEntry, TurnEnded
 from agents.permissions import Permissions
 from agents.tools import ToolRegistry
+from providers.catalog import Catalog
 from providers.settings import settings_for
 from store import Store
 from tests.fakes.server import FakeProvider
@@ -51,9 +52,10 @@ class Harness:
         env: dict[str, str] | None = None,
         read_timeout: float = 5.0,
         permissions: Permissions | None = None,
+        catalog: Catalog | None = None,
     ) -> Supervisor:
         self.store = Store(f"sqlite:///{self.db_path}")
-        pool = ProviderPool(settings=fake_settings(self.fake, env, read_timeout))
+        pool = ProviderPool(catalog=catalog, settings=fake_settings(self.fake, env, read_timeout))
         config = config or AgentConfig(retry=RetryPolicy(base_delay=0.01, jitter=0.0))
         # the turn-loop tests run their tools unasked; tests/agents/test_gate.py
         # and the policy tests bring their own permissions

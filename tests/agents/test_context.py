@@ -93,7 +93,9 @@ def test_a_reply_cut_off_while_thinking_is_not_replayed_but_kept():
     cut = _assistant("anthropic", SIGNED)
     history = [USER, cut, USER]
     replay = for_provider(history, "anthropic")
-    assert cut not in replay and len(replay) == 2
+    # the two prompts the dropped reply separated go as one user message
+    assert cut not in replay and len(replay) == 1
+    assert replay[0].content == [*USER.content, *USER.content]
     assert _anthropic_accepts(_anthropic_body(replay, "high"))
     assert history[1] is cut  # the stored history is not touched
     # text then a trailing thought: the text stays, the thought goes

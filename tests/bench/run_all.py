@@ -45,9 +45,10 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "store": ([], ["--appends", "100", "--history", "2000", "--depth", "10", "--chain-rows", "500", "--forks", "5"]),
     "ikictl": (["--runs", "30"], ["--runs", "5"]),
     "agents": ([], ["--agents", "1000", "--deltas", "1000"]),
+    "compaction": ([], ["--rounds", "3", "--checks", "50"]),
     "e2e": ([], ["--quick"]),
 }
-ALIASES = {"codec": ["openai", "anthropic", "google"], "daemon": ["agents", "e2e"]}
+ALIASES = {"codec": ["openai", "anthropic", "google"], "daemon": ["agents", "compaction", "e2e"]}
 TIME_LIMIT = {"full": 600, "quick": 240}
 
 
@@ -137,6 +138,20 @@ def from_ikictl_table(_: None, stdout: str) -> list[Row]:
     return rows
 
 
+_COMPACTION_FIELDS = ("summary_calls", "tokens_in", "tokens_before", "tokens_after", "messages", "same_requests")
+
+
+def from_compaction(data: list[dict], _: str) -> list[Row]:
+    """bench_compaction.py's rows; a compaction's row keeps its details (summary
+    calls, tokens in, tokens before/after...) as extra fields in the results file."""
+    rows: list[Row] = []
+    for r in data:
+        row = _row(f"compaction: {r['name']}", r["unit"], r["ours"], r["comparison"], r.get("ratio"))
+        row.update({k: r[k] for k in _COMPACTION_FIELDS if k in r})
+        rows.append(row)
+    return rows
+
+
 # name -> (takes --json?, adapter)
 ADAPTERS: dict[str, tuple[bool, Callable[[Any, str], list[Row]]]] = {
     "openai": (True, from_openai),
@@ -145,6 +160,7 @@ ADAPTERS: dict[str, tuple[bool, Callable[[Any, str], list[Row]]]] = {
     "store": (False, from_store_table),
     "ikictl": (False, from_ikictl_table),
     "agents": (True, from_rows("agents: ")),
+    "compaction": (True, from_compaction),
     "e2e": (True, from_rows("e2e: ")),
 }
 

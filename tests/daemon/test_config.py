@@ -165,14 +165,14 @@ def test_unknown_top_level_key_is_named():
         f"{FILE}: default_modle: unknown key (known keys: default_model, default_thinking, "
         "providers, max_output_tokens, max_tool_turns, tool_folders, tools, fallback_models, "
         "autostart, database_url, log_level, shutdown_grace, max_line_bytes, policy, policies, "
-        "approval_timeout)"
+        "approval_timeout, context)"
     )
 
 
 def test_unknown_provider_key_is_named_with_its_provider():
     assert bad({"providers": {"openai": {"timeout": 3}}}) == (
         f"{FILE}: providers.openai.timeout: unknown key (known keys: base_url, api, key_env, "
-        "default_model, extra_headers, connect_timeout, read_timeout, max_retries, dialect)"
+        "default_model, extra_headers, connect_timeout, read_timeout, max_retries, dialect, models)"
     )
 
 

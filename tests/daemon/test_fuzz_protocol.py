@@ -39,7 +39,7 @@ CANARY = "canary-kq"
 THROWAWAY = ["tw-a", "tw-b", "tw-c"]
 # what would change the canary's stream or state if aimed at it: only throwaway
 # agents (or nobody) may be their target
-MUTATING = {"agent.kill", "agent.cancel", "agent.clear", "agent.rewind", "agent.mark", "agent.set_model", "agent.set_system", "agent.prompt", "mail.send"}
+MUTATING = {"agent.kill", "agent.cancel", "agent.clear", "agent.rewind", "agent.mark", "agent.set_model", "agent.set_system", "agent.prompt", "mail.send", "agent.compact"}
 EXCLUDED = {"daemon.shutdown", "daemon.reload"}  # the daemon must keep running as it is
 METHODS = sorted(set(PARAMS) - EXCLUDED)
 CODES = {-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32004, -32005}
@@ -161,6 +161,7 @@ _plain = st.text(max_size=30)
 _agent_refs = st.sampled_from([CANARY, CANARY, *THROWAWAY, *THROWAWAY, "nobody", "  tw-a  ", ""]) | _plain
 _models = st.sampled_from(["claude-sonnet-4-5", "claude-sonnet-4-5/high", "gpt-4o/low", "gemini-2.5-flash", "nope/none", "x/ultra"]) | _plain
 _by_field: dict[str, Any] = {
+    "keep": st.integers(-2, 5),
     "agent": _agent_refs,
     "to": _agent_refs,
     "from": _agent_refs,

@@ -16,6 +16,7 @@ class RecordedRequest:
     body: bytes
     index: int = 0  # order of arrival, from 0
     json: Any = field(default=None)
+    tokens: int | None = None  # input tokens, counted for a model with a window (tests/fakes/window.py)
 
     def __post_init__(self) -> None:
         if self.body and self.json is None:

@@ -4,6 +4,9 @@ Each request takes one Reply: from ``responder(request)`` if set and it
 returns one, else the next pushed Reply, else ``default``. The reply is
 rendered by the wire module that owns the request's path, then written with
 the reply's chunking, delays and fault. Every request is recorded.
+``windows={model: tokens}`` gives models a context window: their requests are
+counted, refused with the wire's context-length error when they do not fit,
+and their count endpoints answered (tests/fakes/window.py).
 
     async with fake_provider() as fake:          # or the ``fake_provider`` fixture
         fake.push(Reply(text="hello"))
@@ -13,6 +16,7 @@ the reply's chunking, delays and fault. Every request is recorded.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections import deque
@@ -24,6 +28,7 @@ import trio
 
 from .recorded import RecordedRequest
 from .script import Disconnect, HttpError, Malformed, NeverAnswer, Raw, Reply, Stall
+from .window import fake_tokens, model_of, requested_output
 from .wire import wire_for
 
 Responder = Callable[[RecordedRequest], Reply | None]
@@ -34,10 +39,19 @@ class _Closed(Exception):
 
 
 class FakeProvider:
-    def __init__(self, *, default: Reply | None = None, responder: Responder | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        default: Reply | None = None,
+        responder: Responder | None = None,
+        windows: dict[str, int] | None = None,
+    ) -> None:
         self.requests: list[RecordedRequest] = []
         self.default = default
         self.responder = responder
+        # model -> context window: such a model's requests are counted and
+        # refused when they do not fit (tests/fakes/window.py)
+        self.windows: dict[str, int] = dict(windows or {})
         self.port = 0
         self.connections = 0  # TCP connections accepted
         self._queue: deque[Reply] = deque()
@@ -145,8 +159,39 @@ class FakeProvider:
         await self._send(stream, conn, h11.Data(data=body))
         await self._send(stream, conn, h11.EndOfMessage())
 
+    async def _windowed(self, stream: trio.SocketStream, conn: h11.Connection, request: RecordedRequest) -> bool:
+        """Count a request to a model with a window; answer it here (True) when
+        it is a count or does not fit, as the real API would."""
+        wire = wire_for(request.method, request.path)
+        if wire is None or not self.windows or getattr(wire, "context_error", None) is None:
+            return False
+        window = self.windows.get(model_of(wire, request) or "")
+        if window is None:
+            return False
+        tokens = request.tokens = fake_tokens(request)
+        is_count = getattr(wire, "is_count", None)
+        if is_count is not None and is_count(request):
+            await self._simple(stream, conn, 200, wire.render_count(tokens, request), headers=_wire_headers(wire, None, request))
+            return True
+        output = requested_output(request)
+        if tokens + output <= window:
+            return False
+        error = wire.context_error(tokens, output, window, request)
+        body = error.body
+        if isinstance(body, dict):
+            body = json.dumps(body).encode()
+        if body is None:
+            body = wire.render_error(error, request)
+        await self._simple(stream, conn, error.status, body, headers=_wire_headers(wire, None, request))
+        return True
+
     async def _respond(self, stream: trio.SocketStream, conn: h11.Connection, request: RecordedRequest) -> None:
+        if await self._windowed(stream, conn, request):
+            return
         reply = self._reply_for(request)
+        if reply is not None and request.tokens is not None:
+            # the provider reports what it counted, whatever the script says
+            reply = dataclasses.replace(reply, usage=dataclasses.replace(reply.usage, input=request.tokens))
         if reply is None:
             msg = f"the fake provider has no scripted reply for request {request.index} ({request.method} {request.path})"
             await self._simple(stream, conn, 500, json.dumps({"error": {"message": msg}}).encode())
@@ -239,7 +284,7 @@ class FakeProvider:
         await self._send(stream, conn, h11.EndOfMessage())
 
 
-def _wire_headers(wire: object, reply: Reply, request: RecordedRequest) -> dict[str, str]:
+def _wire_headers(wire: object, reply: Reply | None, request: RecordedRequest) -> dict[str, str]:
     """A wire module may add headers the real API sends (request ids...)
     with an optional ``response_headers(reply, request) -> dict``."""
     make = getattr(wire, "response_headers", None)

@@ -249,3 +249,28 @@ def render_error(error: HttpError, request: RecordedRequest) -> bytes:
 def reject(request: RecordedRequest) -> HttpError | None:
     """The 400 the real API answers to a body that breaks its rules (tests/fakes/rules.py)."""
     return rules.refusal(rules.anthropic, request, "invalid_request_error")
+
+
+# ------------------------------------------------------------------ windows (tests/fakes/window.py)
+
+
+def is_count(request: RecordedRequest) -> bool:
+    return _is_count(request)
+
+
+def render_count(tokens: int, request: RecordedRequest) -> bytes:
+    return json.dumps({"input_tokens": tokens}).encode()
+
+
+def context_error(tokens: int, output: int, window: int, request: RecordedRequest) -> HttpError:
+    """The API's two answers to a request that does not fit (400
+    invalid_request_error): the prompt alone is too long, or it is the prompt
+    with ``max_tokens`` on top (texts as the API words them)."""
+    if tokens > window:
+        message = f"prompt is too long: {tokens} tokens > {window} maximum"
+    else:
+        message = (
+            f"input length and `max_tokens` exceed context limit: {tokens} + {output} > {window}, "
+            "decrease input length or `max_tokens` and try again"
+        )
+    return HttpError(400, message, code="invalid_request_error")

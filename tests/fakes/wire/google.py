@@ -230,3 +230,27 @@ def render_error(error: HttpError, request: RecordedRequest) -> bytes:
 def reject(request: RecordedRequest) -> HttpError | None:
     """The 400 the real API answers to a body that breaks its rules (tests/fakes/rules.py)."""
     return rules.refusal(rules.google, request, "INVALID_ARGUMENT")
+
+
+# ------------------------------------------------------------------ windows (tests/fakes/window.py)
+
+
+def model_of(request: RecordedRequest) -> str:
+    """The model named in the path (the body of generateContent names none)."""
+    return _method(request)[0]
+
+
+def is_count(request: RecordedRequest) -> bool:
+    return _method(request)[1] == "countTokens"
+
+
+def render_count(tokens: int, request: RecordedRequest) -> bytes:
+    body = {"totalTokens": tokens, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens}]}
+    return json.dumps(body).encode()
+
+
+def context_error(tokens: int, output: int, window: int, request: RecordedRequest) -> HttpError:
+    """400 INVALID_ARGUMENT in the API's words. Gemini limits the input on its
+    own, so the allowance named is the window less the output asked for."""
+    message = f"The input token count ({tokens}) exceeds the maximum number of tokens allowed ({max(window - output, 0)})."
+    return HttpError(400, message, code="INVALID_ARGUMENT")

@@ -190,3 +190,23 @@ def render_error(error: HttpError, request: RecordedRequest) -> bytes:
 def reject(request: RecordedRequest) -> HttpError | None:
     """The 400 the real API answers to a body that breaks its rules (tests/fakes/rules.py)."""
     return rules.refusal(rules.openai_chat, request, "invalid_request_error")
+
+
+# ------------------------------------------------------------------ windows (tests/fakes/window.py)
+
+
+def context_error(tokens: int, output: int, window: int, request: RecordedRequest) -> HttpError:
+    """400 ``context_length_exceeded`` in the API's words."""
+    if output:
+        message = (
+            f"This model's maximum context length is {window} tokens. However, you requested "
+            f"{tokens + output} tokens ({tokens} in the messages, {output} in the completion). "
+            "Please reduce the length of the messages or completion."
+        )
+    else:
+        message = (
+            f"This model's maximum context length is {window} tokens. However, your messages "
+            f"resulted in {tokens} tokens. Please reduce the length of the messages."
+        )
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+    return HttpError(400, message, code="context_length_exceeded", body=body)

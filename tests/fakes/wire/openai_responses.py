@@ -223,3 +223,13 @@ def render_error(error: HttpError, request: RecordedRequest) -> bytes:
 def reject(request: RecordedRequest) -> HttpError | None:
     """The 400 the real API answers to a body that breaks its rules (tests/fakes/rules.py)."""
     return rules.refusal(rules.openai_responses, request, "invalid_request_error")
+
+
+# ------------------------------------------------------------------ windows (tests/fakes/window.py)
+
+
+def context_error(tokens: int, output: int, window: int, request: RecordedRequest) -> HttpError:
+    """400 ``context_length_exceeded`` as the Responses API words it (no figures)."""
+    message = "Your input exceeds the context window of this model. Please adjust your input and try again."
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}
+    return HttpError(400, message, code="context_length_exceeded", body=body)

@@ -22,6 +22,7 @@ from providers.modelspec import ResolvedModel
 from providers.types import Message, ThinkingLevel
 from store import AgentRecord, InvalidEntry
 
+from . import _mcp_select as mcp_select
 from .compactor import Compactor, CompactOutcome
 from .deps import ActorDeps, AgentConfig
 from .eventlog import EventLog
@@ -84,6 +85,8 @@ class Actor:
         self.cwd: Path = Path(record.cwd) if record.cwd else cfg.cwd
         # its policy chain, ancestors' first; None: the configured default
         self.policy: list[str] | None = parse_chain(record.policy)
+        # the MCP servers it may use; None: those marked default in config
+        self.mcp: list[str] | None = mcp_select.parse(getattr(record, "mcp", None))
         self.log = EventLog(self.uuid, keep=cfg.event_keep, buffer=cfg.subscriber_buffer)
         self.state: AgentState = "idle"
         self._running: Turn | None = None
@@ -98,6 +101,7 @@ class Actor:
         self._turn_ended = trio.Event()  # pulsed at the end of every turn
         self._mail_waiting = False
         self._repaired = False  # dangling turn from a crashed daemon checked
+        self._context_lock = trio.Lock()
         self._submit_lock = trio.Lock()  # queue rows and the in-memory queue in one order
         self._results: dict[str, TurnResult] = {}  # the last few ended turns
         self._waiters: dict[str, trio.Event] = {}
@@ -266,10 +270,17 @@ class Actor:
         self._mail_waiting = False
 
     async def context(self) -> list[Message]:
-        if self._context is None:
-            if not self._repaired:
-                await self._repair_dangling_turn()
-            self._context = await self.deps.db.replay(self.uuid)
+        # one load at a time: two callers loading at once would each get their
+        # own list, and a turn appending to one would send the other
+        async with self._context_lock:
+            if self._context is None:
+                if not self._repaired:
+                    await self._repair_dangling_turn()
+                self._context = await self.deps.db.replay(self.uuid)
+            return self._context
+
+    def loaded_context(self) -> list[Message] | None:
+        """The context if it is loaded (for readers that must not load it)."""
         return self._context
 
     async def _repair_dangling_turn(self) -> None:

@@ -45,6 +45,7 @@ class CompactHost(Protocol):
     def publish(self, event: AgentEvent, turn: str | None = None) -> None: ...
     def set_state(self, state: AgentState) -> None: ...
     async def context(self) -> list[Message]: ...
+    def loaded_context(self) -> list[Message] | None: ...
     def invalidate_context(self) -> None: ...
 
 
@@ -357,8 +358,10 @@ async def context_status(host: CompactHost, deps: ActorDeps) -> ContextStatus:
         catalog, provider, model, deps.config.max_output_tokens, deps.config.compact_at, meter
     )
     learned = budget.window < limits.context_window
-    # the actor's own cached context: `show` must not replay the history each time
-    context = await host.context()
+    # the actor's context when loaded (`show` must not replay the history each
+    # time), else a replay that leaves the actor's cache alone
+    loaded = host.loaded_context()
+    context = loaded if loaded is not None else await deps.db.replay(host.uuid)
     raw = Compactor(host, deps)._fixed(provider) + sum(meter.sizes(context))
     first = context[0] if context else None
     summarized = (

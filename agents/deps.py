@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from providers.modelspec import ResolvedModel
 from providers.types import ThinkingLevel
@@ -21,6 +21,9 @@ from .pool import ProviderPool
 from .retry import RetryPolicy
 from .store import AsyncStore
 from .tools import AgentOps, ToolRegistry
+
+if TYPE_CHECKING:  # imported by the daemon when servers are configured
+    from .tools.mcp import McpHub
 
 
 @dataclass
@@ -75,3 +78,5 @@ class ActorDeps:
     ops: AgentOps | None = None  # None: the agent tools (fork, kill, send, wait) are not offered
     # which tool calls may run (default: the built-in policies, "default" for every agent)
     permissions: Permissions = field(default_factory=Permissions)
+    # the MCP servers agents may use (agents/tools/mcp); None: none configured
+    mcp: McpHub | None = None

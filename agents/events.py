@@ -71,6 +71,16 @@ class ToolStarted(_Event, tag="tool_started"):
     arguments: dict[str, Any]
 
 
+class ToolProgress(_Event, tag="tool_progress"):
+    """A long tool call (an MCP server's) reports how far it has got."""
+
+    id: str
+    name: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
 class ToolFinished(_Event, tag="tool_finished"):
     id: str
     name: str
@@ -158,6 +168,7 @@ AgentOwnEvent = (
     | RetryScheduled
     | FallbackUsed
     | ToolStarted
+    | ToolProgress
     | ToolFinished
     | ApprovalRequested
     | ApprovalDecided

@@ -118,6 +118,7 @@ class AsyncStore:
         parent_uuid: str | None = None,
         cwd: str | None = None,
         policy: str | None = None,
+        mcp: str | None = None,
     ) -> AgentRecord:
         return await self.call(
             self.store.create_agent,
@@ -129,6 +130,7 @@ class AsyncStore:
             parent_uuid=parent_uuid,
             cwd=cwd,
             policy=policy,
+            mcp=mcp,
         )
 
     async def fork(self, parent_uuid: str, **kwargs: Any) -> AgentRecord:

@@ -13,7 +13,7 @@ agents. Killing an agent ends its descendants; dead agents stay readable.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import trio
@@ -23,6 +23,7 @@ from providers.secrets import scrub
 from providers.types import ThinkingLevel
 from store import ApprovalRecord, StoreError
 
+from . import _mcp_select as mcp_select
 from ._ops import SupervisorOps
 from .actor import Actor
 from .compactor import CompactOutcome, ContextStatus, context_status
@@ -35,6 +36,9 @@ from .pool import ProviderPool
 from .store import AsyncStore
 from .tools import ToolRegistry
 from .workdir import working_folder
+
+if TYPE_CHECKING:
+    from .tools.mcp import McpHub
 
 log = structlog.get_logger("ikigai.agents")
 
@@ -62,6 +66,7 @@ class Supervisor:
         tools: ToolRegistry,
         config: AgentConfig | None = None,
         permissions: Permissions | None = None,
+        mcp: McpHub | None = None,
     ) -> None:
         self.db = db
         self.pool = pool
@@ -84,6 +89,7 @@ class Supervisor:
             neighbours=self,
             ops=self.ops,
             permissions=permissions or Permissions(),
+            mcp=mcp,
         )
 
     # ------------------------------------------------------------ lifetime
@@ -223,11 +229,13 @@ class Supervisor:
         thinking: ThinkingLevel = "none",
         cwd: str | None = None,
         policy: str | None = None,
+        mcp: list[str] | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         """A new agent (no history). Returns (record, resolved model, first turn id).
         Its tools run in ``cwd`` (default: the daemon's working directory); its
         tool calls are checked against the named ``policy`` (default: the
-        configured default, followed across reloads)."""
+        configured default, followed across reloads); it may use the MCP
+        servers ``mcp`` (default: those marked default in config)."""
         chain = None if policy is None else [self._policy_name(policy)]
         return await self._create(
             model=model,
@@ -238,6 +246,7 @@ class Supervisor:
             thinking=thinking,
             cwd=cwd,
             chain=chain,
+            servers=None if mcp is None else mcp_select.checked(self.deps.mcp, mcp),
         )
 
     def _policy_name(self, name: str) -> str:
@@ -257,6 +266,7 @@ class Supervisor:
         thinking: ThinkingLevel,
         cwd: str | None,
         chain: list[str] | None,
+        servers: list[str] | None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         try:
             resolved = self.resolve_model(model, current_thinking=thinking)
@@ -273,6 +283,7 @@ class Supervisor:
                 parent_uuid=parent,
                 cwd=folder,
                 policy=dump_chain(chain),
+                mcp=mcp_select.dump(servers),
             )
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None
@@ -290,6 +301,7 @@ class Supervisor:
         prompt: str | None = None,
         cwd: str | None = None,
         policy: str | None = None,
+        mcp: list[str] | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         """A child that inherits the parent's history up to its last completed
         message (or ``at_message``), its model and its working directory, unless
@@ -300,6 +312,13 @@ class Supervisor:
         own = None if policy is None else self._policy_name(policy)
         parent = await self.resolve(ref)
         actor = self.actors.get(parent.uuid)
+        servers = (
+            mcp_select.checked(self.deps.mcp, mcp)
+            if mcp is not None
+            else actor.mcp
+            if actor
+            else mcp_select.parse(getattr(parent, "mcp", None))
+        )
         inherited = actor.policy if actor else parse_chain(parent.policy)
         # the configured default is written down once the chain grows, so the
         # child keeps the parent's rules and its own
@@ -324,6 +343,7 @@ class Supervisor:
                     thinking="none",
                     cwd=folder or (str(actor.cwd) if actor else parent.cwd),
                     chain=chain,
+                    servers=servers,
                 )
         try:
             child = await self.db.fork(
@@ -335,6 +355,7 @@ class Supervisor:
                 thinking_level=resolved.thinking.level,
                 cwd=folder,
                 policy=dump_chain(chain),
+                mcp=mcp_select.dump(servers),
             )
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None
@@ -413,6 +434,11 @@ class Supervisor:
             raise AgentError(str(e)) from None
         actor.invalidate_context()
         return row
+
+    def mcp_servers_of(self, uuid: str) -> list[str]:
+        """The MCP servers a live agent uses now ([] for a dead one)."""
+        actor = self.actors.get(uuid)
+        return mcp_select.effective(self.deps.mcp, actor.mcp) if actor else []
 
     async def context_status(self, ref: str) -> ContextStatus:
         """The agent's context size against its model's window (a live agent)."""

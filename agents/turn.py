@@ -24,7 +24,6 @@ from providers.secrets import scrub
 from providers.types import (
     Message,
     ProviderError,
-    ProviderFailure,
     Request,
     Response,
     TextBlock,
@@ -35,18 +34,18 @@ from providers.types import (
     Usage,
 )
 
-from .compaction import too_long, window_from_error
-from .compactor import Compactor, CompactOutcome, Reason, budget_of
+from ._fitting import FittingSteps
+from .compaction import too_long
 from .context import bound_results, for_provider, step_thinking
 from .deps import ActorDeps
 from .events import (
     AgentEvent,
     AgentState,
-    CompactionFailed,
     FallbackUsed,
     Notice,
     RetryScheduled,
     ToolFinished,
+    ToolProgress,
     ToolStarted,
     TurnStarted,
     TurnStatus,
@@ -84,6 +83,7 @@ class TurnHost(Protocol):
     policy: list[str] | None  # its chain of policy names; None: the configured default
     approvals: Approvals
     meter: ContextMeter
+    mcp: list[str] | None  # its MCP servers; None: the configured defaults
 
     def publish(self, event: AgentEvent, turn: str | None = None) -> None: ...
     def set_state(self, state: AgentState) -> None: ...
@@ -91,7 +91,7 @@ class TurnHost(Protocol):
     def invalidate_context(self) -> None: ...
 
 
-class Turn:
+class Turn(FittingSteps):
     """The state of one turn (its id, spend, cancel scope, first row) and the loop that runs it."""
 
     def __init__(
@@ -123,6 +123,8 @@ class Turn:
         self.at_gate = False  # its tool calls are passing the gate
         self.suspended = False  # stopped at the gate by a daemon stop: left open to resume
         self._recovered = False  # a context_length answer was met by compacting (once a turn)
+        self._tools = deps.tools  # the built-in tools and the agent's MCP tools
+        self._offered: list[int] = []  # the MCP tool specs in _tools
         self._raw = 0  # the raw size estimate of the request being sent
 
     def cancel(self, *, at_boundary: bool = False, suspend: bool = False) -> None:
@@ -299,10 +301,24 @@ class Turn:
         for call in allowed:
             host.publish(ToolStarted(id=call.id, name=call.name, arguments=call.arguments), self.id)
         sandbox, network = deps.permissions.sandbox_of(host.policy)
+        names = {c.id: c.name for c in allowed}
+
+        def progress(call_id: str, done: float, total: float | None, note: str | None) -> None:
+            name = names.get(call_id, "")
+            host.publish(
+                ToolProgress(id=call_id, name=name, progress=done, total=total, message=note),
+                self.id,
+            )
+
         ctx = ToolContext(
-            agent_uuid=host.uuid, cwd=host.cwd, ops=deps.ops, sandbox=sandbox, network=network
+            agent_uuid=host.uuid,
+            cwd=host.cwd,
+            ops=deps.ops,
+            sandbox=sandbox,
+            network=network,
+            progress=progress,
         )
-        ran = iter(await deps.tools.run_all(allowed, ctx, limit=cfg.tool_concurrency))
+        ran = iter(await self._tools.run_all(allowed, ctx, limit=cfg.tool_concurrency))
         return [
             next(ran)
             if verdict is None
@@ -398,7 +414,7 @@ class Turn:
             messages=messages,
             system=[TextBlock(text=system)] if system else [],
             thinking=ThinkingConfig(level=level),
-            tools=self.deps.tools.definitions(),
+            tools=self._tools.definitions(),
             max_output_tokens=cap,
         )
 
@@ -500,94 +516,3 @@ class Turn:
             if not error.retryable or self.stop_at_boundary:
                 break
         return None, error
-
-    # ------------------------------------------------------------ context size
-
-    async def _fitted(
-        self, model: str, provider: str, level: ThinkingLevel, *, checked: bool = False
-    ) -> Request:
-        """The request for this call, the context compacted first if it would
-        not fit the model's window (``checked``: compaction just ran)."""
-        host, meter = self.host, self.host.meter
-        request = self._request(model, provider, level, await host.context())
-        self._raw = meter.raw(request)
-        if checked:
-            return request
-        budget = budget_of(
-            self.deps.pool.catalog,
-            provider,
-            model,
-            request.max_output_tokens,
-            self.deps.config.compact_at,
-            meter,
-        )
-        size = meter.scale(provider, self._raw)
-        if size > budget.limit * 0.9 and provider not in meter.exact_unavailable:
-            size = await self._exact(provider, model, request, size)
-        if size <= budget.limit:
-            return request
-        outcome = await self._compact("auto", provider, model)
-        if outcome.compacted:
-            request = self._request(model, provider, level, await host.context())
-            self._raw = meter.raw(request)
-        return request
-
-    async def _exact(self, provider: str, model: str, request: Request, estimate: int) -> int:
-        """The provider's own count of the request (Anthropic, Gemini), near the limit."""
-        meter = self.host.meter
-        try:
-            with trio.fail_after(30):
-                exact = await self.deps.pool.get(provider, model).count_tokens(request)
-        except ProviderFailure as failure:
-            if failure.error.category == "invalid_request":
-                meter.exact_unavailable.add(provider)  # no counting endpoint: don't ask again
-            return estimate
-        except trio.TooSlowError:
-            return estimate
-        meter.learn(provider, self._raw, exact)
-        return exact
-
-    async def _compact(self, reason: Reason, provider: str, model: str) -> CompactOutcome:
-        outcome = await Compactor(self.host, self.deps, self.id).compact(
-            reason=reason, provider=provider, model=model, first_row=self.first_row
-        )
-        if outcome.usage.total_tokens:
-            self.usage = self.usage + outcome.usage
-            spent = outcome.cost_usd
-            self.cost = None if spent is None or self.cost is None else self.cost + spent
-        if not outcome.compacted and outcome.error is None and outcome.message is None:
-            self.host.publish(
-                CompactionFailed(reason=reason, message=outcome.reason), self.id
-            )
-        return outcome
-
-    async def _recover(
-        self, request: Request, provider: str, model: str, error: ProviderError
-    ) -> bool:
-        """The provider found the request too long: learn its real window (from
-        its message, else: smaller than this request), compact to fit it, and
-        say whether a retry is worth it."""
-        self._recovered = True
-        meter = self.host.meter
-        limits = self.deps.pool.catalog.limits(provider, model)
-        refused = meter.scale(provider, self._raw) + request.max_output_tokens
-        stated = window_from_error(error.message)
-        window = stated if stated is not None else int(refused * 0.9)
-        if window < limits.context_window:
-            meter.windows[(provider, model)] = min(
-                window, meter.windows.get((provider, model), window)
-            )
-            self.host.publish(
-                Notice(
-                    text=f"{provider}/{model} refused a request as longer than its window: "
-                    f"taking the window as {window:,} tokens, not the {limits.source}'s "
-                    f"{limits.context_window:,} (set providers.{provider}.models.{model}"
-                    ".context_window in config.json)"
-                ),
-                self.id,
-            )
-        else:
-            # the window is right, the estimate was low: scale it up to the refused size
-            meter.at_least(provider, self._raw, window - request.max_output_tokens + 1)
-        outcome = await self._compact("context_length", provider, model)
-        return outcome.compacted

@@ -35,6 +35,7 @@ from . import params as P
 from . import protocol as p
 from . import results as R
 from ._context import compacted, context_of
+from ._mcpapi import McpApi, agent_servers
 from ._version import __version__
 from .control import Connection, Handler
 from .rows import model_row
@@ -152,6 +153,7 @@ class Api:
             p.MAIL_INBOX: self.inbox,
             p.AGENT_APPROVE: self.approve,
             p.APPROVALS_LIST: self.approvals,
+            **McpApi(lambda: self.sup.deps.mcp).handlers(),
         }
 
     # ------------------------------------------------------------ helpers
@@ -230,6 +232,7 @@ class Api:
             "cwd": str(actor.cwd) if actor else record.cwd,
             "policy": perms.names(chain),
             "yolo": perms.is_yolo(chain),
+            "mcp": agent_servers(self.sup, record, actor is not None),
         }
 
     # ------------------------------------------------------------ daemon
@@ -316,6 +319,7 @@ class Api:
                 prompt=params.prompt,
                 cwd=params.cwd,
                 policy=params.policy,
+                mcp=params.mcp,
             )
         info = await self._described(record)
         created: R.Created = {"agent": info, "model": _model_info(resolved), "turn": turn}
@@ -443,6 +447,7 @@ class Api:
                 prompt=params.prompt,
                 cwd=params.cwd,
                 policy=params.policy,
+                mcp=params.mcp,
             )
         info = await self._described(child)
         created: R.Created = {"agent": info, "model": _model_info(resolved), "turn": turn}

@@ -33,6 +33,7 @@ from providers.types import THINKING_LEVELS
 
 from ._contextconfig import ContextConfig, ModelLimitsConfig, apply_limits, context_fault
 from ._jsontext import text_fault, undecodable_field
+from ._mcpconfig import McpServerConfig, mcp_servers_one_by_one
 from ._policyconfig import PolicyConfig, policy_fault
 from ._policyconfig import build_permissions as _build_permissions
 from .logs import register_secret
@@ -73,6 +74,8 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "action": ("allow", "ask", "deny"),
     "path": ("inside", "outside"),
     "sandbox": ("none", "workdir", "strict"),
+    "start": ("lazy", "eager"),
+    "mode": ("legacy", "auto"),
 }
 
 
@@ -160,6 +163,7 @@ class Config(_Strict):
     policies: dict[str, PolicyConfig] = msgspec.field(default_factory=dict)
     approval_timeout: Positive | None = None  # seconds; null: an approval waits forever
     context: ContextConfig = msgspec.field(default_factory=ContextConfig)
+    mcp_servers: dict[str, McpServerConfig] = msgspec.field(default_factory=dict)
 
     @property
     def tool_folder_paths(self) -> list[Path]:
@@ -245,6 +249,7 @@ def parse_config(raw: bytes | str, path: Path | str = "config.json") -> Config:
                 for name, value in policies_raw.items()
             },
         }
+    data = mcp_servers_one_by_one(data, where, Path(path).parent, _convert, ConfigError)
     config = _convert(data, Config, where, "")
     config = msgspec.structs.replace(
         config, tool_folders=[_expand(p, Path(path).parent) for p in config.tool_folders]

@@ -194,6 +194,7 @@ class Connection:
         self._backlog: deque[bytes] = deque()  # lines read, waiting for room to be answered
         self._backlog_bytes = 0
         self._room = trio.Event()  # set (and replaced) when the backlog shrinks below its bound
+        self.daemon_events = False  # daemon.subscribe: sent daemon events (daemon/_mcpapi.py)
 
     # ------------------------------------------------------------ sending
 

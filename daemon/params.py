@@ -22,6 +22,8 @@ RowId = Annotated[int, Meta(ge=0, le=p.MAX_INT)]
 Folder = Annotated[str, Meta(min_length=1, max_length=4096)]
 
 EXCERPT = 200  # characters of client text an error message may quote
+# the MCP servers an agent may use: names of configured servers ([]: none)
+McpNames = Annotated[list[Ref], Meta(max_length=256)]
 
 
 class _P(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
@@ -52,6 +54,7 @@ class Create(_P, frozen=True):
     wait: bool = False
     cwd: Folder | None = None
     policy: Ref | None = None  # a named policy (config "policies" or a built-in)
+    mcp: McpNames | None = None  # None: the servers the config marks default
 
 
 class ListAgents(_P, frozen=True):
@@ -87,6 +90,7 @@ class Fork(_P, frozen=True):
     wait: bool = False
     cwd: Folder | None = None
     policy: Ref | None = None  # added to the parent's chain: it can only narrow
+    mcp: McpNames | None = None  # None: the parent's
 
 
 class SetModel(_P, frozen=True):
@@ -148,6 +152,10 @@ class ApprovalsList(_P, frozen=True):
     agent: Ref | None = None
 
 
+class McpServer(_P, frozen=True):
+    server: Ref
+
+
 PARAMS: dict[str, type[_P]] = {
     p.DAEMON_STATUS: NoParams,
     p.DAEMON_SHUTDOWN: NoParams,
@@ -176,6 +184,12 @@ PARAMS: dict[str, type[_P]] = {
     p.MAIL_INBOX: Inbox,
     p.AGENT_APPROVE: Approve,
     p.APPROVALS_LIST: ApprovalsList,
+    p.MCP_LIST: NoParams,
+    p.MCP_TOOLS: McpServer,
+    p.MCP_RESTART: McpServer,
+    p.MCP_PROMPTS: McpServer,
+    p.DAEMON_SUBSCRIBE: NoParams,
+    p.DAEMON_UNSUBSCRIBE: NoParams,
 }
 
 HistoryOp = Literal["clear", "mark", "rewind"]
@@ -222,7 +236,7 @@ def decode_params(method: str, raw: object) -> _P:
 # fields that name something (an agent, a model...): never a NUL, which no
 # name holds and PostgreSQL text cannot store
 _REF_FIELDS = frozenset(
-    {"agent", "to", "from", "name", "label", "model", "provider", "approval", "reason"}
+    {"agent", "to", "from", "name", "label", "model", "provider", "approval", "reason", "server"}
 )
 _FIELDS: dict[type[_P], frozenset[str]] = {
     kind: frozenset(f.encode_name for f in msgspec.structs.fields(kind))

@@ -54,11 +54,20 @@ MAIL_SEND = "mail.send"
 MAIL_INBOX = "mail.inbox"
 AGENT_APPROVE = "agent.approve"
 APPROVALS_LIST = "approvals.list"
+MCP_LIST = "mcp.list"
+MCP_TOOLS = "mcp.tools"
+MCP_RESTART = "mcp.restart"
+MCP_PROMPTS = "mcp.prompts"
+DAEMON_SUBSCRIBE = "daemon.subscribe"
+DAEMON_UNSUBSCRIBE = "daemon.unsubscribe"
 
 # server -> client notification carrying one agent event
 EVENT = "agent.event"
 # server -> client notification: a subscription ended (agent killed, lagged)
 SUBSCRIPTION_END = "agent.subscription_end"
+# server -> client notification carrying one daemon event (daemon.subscribe):
+# an MCP server's state changed, or "lagged" (the subscription ended)
+DAEMON_EVENT = "daemon.event"
 
 # ------------------------------------------------------------------ errors
 
@@ -72,6 +81,7 @@ AMBIGUOUS_AGENT = -32002  # a prefix or name matches several; data.candidates li
 REFUSED = -32003  # the agent is busy, dead, the model text is bad...
 LINE_TOO_LONG = -32004
 TURN_FAILED = -32005  # prompt with wait: the turn ended in error (data has the error)
+MCP_FAILED = -32006  # an MCP server could not start or answer (data.server names it)
 
 
 class RpcError(Exception):

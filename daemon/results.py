@@ -108,6 +108,7 @@ class AgentInfo(TypedDict):
     cwd: str | None  # where its tools run; None: the daemon's (agents made before agents had one)
     policy: list[str]  # its tool-permission policy chain, ancestors' first
     yolo: bool  # the chain allows every tool call (its policies are all yolo ones)
+    mcp: list[str]  # the MCP servers it uses now: its own list, or the configured defaults
 
 
 class UsageBrief(TypedDict):
@@ -277,6 +278,59 @@ Mail = TypedDict(
 )
 
 
+class McpServerState(TypedDict):
+    """One MCP server (``mcp.list``, ``mcp.restart``; the ``mcp_server`` daemon event)."""
+
+    name: str
+    transport: Literal["stdio", "http"]
+    target: str  # the command line or URL (never its env or headers)
+    state: Literal["stopped", "starting", "ready", "restarting", "failed"]
+    pid: int | None
+    tools: int  # tools it lists (0 until ready)
+    last_error: str | None
+    restarts: int
+    since: float  # Unix time of the last state change
+
+
+class McpServers(TypedDict):
+    servers: list[McpServerState]
+
+
+class McpTool(TypedDict):
+    server: str
+    name: str  # the server's own name for it
+    exposed: str  # SERVER__TOOL: the name models see
+    description: str
+    input_schema: dict[str, Any]
+    rejected: str | None  # why it is not offered to models (None: it is)
+
+
+class McpTools(TypedDict):
+    server: str
+    tools: list[McpTool]
+
+
+class McpPromptArgument(TypedDict):
+    name: str
+    description: str | None
+    required: bool
+
+
+class McpPrompt(TypedDict):
+    name: str
+    description: str | None
+    arguments: list[McpPromptArgument]
+
+
+class McpPrompts(TypedDict):
+    server: str
+    prompts: list[McpPrompt]
+
+
+class DaemonSubscribed(TypedDict):
+    subscribed: bool
+
+
 # The result type of each method (the keys are daemon.protocol's method names);
 # agent.prompt with wait answers TurnOutcome, agent.usage with no agent AllUsage.
 RESULTS: dict[str, Any] = {
@@ -305,6 +359,12 @@ RESULTS: dict[str, Any] = {
     "agent.compact": Compacted,
     "mail.send": MailId,
     "mail.inbox": list[Mail],
+    "mcp.list": McpServers,
+    "mcp.tools": McpTools,
+    "mcp.restart": McpServerState,
+    "mcp.prompts": McpPrompts,
+    "daemon.subscribe": DaemonSubscribed,
+    "daemon.unsubscribe": Ok,
 }
 
 

@@ -17,6 +17,7 @@ import socket
 import stat
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import structlog
 import trio
@@ -31,12 +32,16 @@ from agents.tools import (
     builtin_tools,
     discover_external_tools,
 )
+from agents.tools.mcp import McpHub, McpServerSpec, ServerState
 from store import Store, display_url, sqlite_file
 
 from ._lock import hold_database
+from ._mcpapi import DaemonEvents, server_event
+from ._mcpconfig import mcp_specs
 from .api import Api, DaemonInfo
 from .config import (
     Config,
+    ConfigError,
     build_catalog,
     build_permissions,
     load_config,
@@ -127,11 +132,23 @@ def _keys(config: Config, credentials: dict[str, str], env: dict[str, str]) -> l
     return secret_values(credentials, env, key_env)
 
 
-def _load(paths: Paths, env: dict[str, str]) -> tuple[Config, dict[str, str]]:
+class _Loaded(NamedTuple):
+    config: Config
+    credentials: dict[str, str]
+    mcp: dict[str, McpServerSpec]  # the MCP servers, their $NAMEs replaced
+    keys: list[str]  # every secret: provider keys and the MCP servers' (no tool gets one)
+
+
+def _load(paths: Paths, env: dict[str, str]) -> _Loaded:
     config = load_config(paths.config_file)
     credentials = load_credentials(paths.credentials_file)
-    register_secrets(_keys(config, credentials, env))
-    return config, credentials
+    keys = _keys(config, credentials, env)
+    register_secrets(keys)
+    specs, mcp_keys = mcp_specs(
+        config.mcp_servers, credentials, env, str(paths.config_file), error=ConfigError
+    )
+    register_secrets(mcp_keys)  # before anything could log them
+    return _Loaded(config, credentials, specs, list(dict.fromkeys([*keys, *mcp_keys])))
 
 
 def _transient_retries(config: Config) -> dict[str, int]:
@@ -201,6 +218,8 @@ class Daemon:
         self.info: DaemonInfo | None = None
         self.keys: list[str] = []  # the configured API keys: no tool process gets one
         self.sandbox_ok = False  # bubblewrap works here (checked once at start)
+        self.hub: McpHub | None = None  # the MCP servers (none configured: an empty hub)
+        self.events = DaemonEvents()  # for daemon.subscribe
 
     def request_shutdown(self) -> None:
         self._stopping.set()
@@ -209,12 +228,13 @@ class Daemon:
         """Read config and credentials again; None when done, else why it was
         refused (the running config is kept)."""
         try:
-            config, credentials = _load(self.paths, self.env)
+            loaded = _load(self.paths, self.env)
+            config, credentials = loaded.config, loaded.credentials
             catalog = build_catalog(config)
         except (ValueError, OSError) as e:
             log.error("reload refused; keeping the running config", reason=str(e))
             return str(e)
-        self.keys = _keys(config, credentials, self.env)
+        self.keys = loaded.keys
         assert self.pool is not None and self.sup is not None
         # one catalog for everyone who reads it: the pool (wire APIs, pricing of
         # turns), model texts (through the pool) and the Api (through the pool)
@@ -232,16 +252,19 @@ class Daemon:
         self.sup.config.retry.transient_retries = _transient_retries(config)
         # every actor shares sup.deps: the next tool call is checked by the new rules
         self.sup.deps.permissions = build_permissions(config, sandbox_available=self.sandbox_ok)
+        if self.hub is not None:  # servers added start, removed ones stop, changed ones restart
+            self.hub.configure(loaded.mcp)
         if self.info is not None:
             self.info.default_model = config.default_model
         log.info("config reloaded", config=str(self.paths.config_file))
         return None
 
     async def run(self, *, task_status: trio.TaskStatus[Daemon] = trio.TASK_STATUS_IGNORED) -> None:
-        config, credentials = _load(self.paths, self.env)
+        loaded = _load(self.paths, self.env)
+        config, credentials = loaded.config, loaded.credentials
         self.config = config
         catalog = build_catalog(config)
-        self.keys = _keys(config, credentials, self.env)
+        self.keys = loaded.keys
         settings = settings_factory(config, credentials, self.env, catalog)
         url = self.env.get("IKIGAI_DB_URL") or config.database_url or self.paths.db_url
         # one daemon per database: locked before the store touches a row
@@ -281,14 +304,21 @@ class Daemon:
                     "bubblewrap not found: shell commands will be asked before they run "
                     "(apt install bubblewrap)"
                 )
+            # always a hub, empty when no server is configured (the SDK is then never imported)
+            self.hub = McpHub(loaded.mcp, on_state=self._mcp_state)
             self.sup = Supervisor(
                 AsyncStore(store),
                 self.pool,
                 tools,
                 agent_config,
                 build_permissions(config, sandbox_available=self.sandbox_ok),
+                mcp=self.hub,
             )
             async with trio.open_nursery() as nursery:
+                # before the supervisor: restored agents may use their servers at once.
+                # Cancelled with the nursery once the supervisor has stopped; it
+                # shuts its servers down cleanly
+                await nursery.start(self.hub.run)
                 await nursery.start(self.sup.run)
                 info = self.info = DaemonInfo(
                     socket=str(self.paths.socket),
@@ -303,6 +333,7 @@ class Daemon:
                 )
                 api = Api(self.sup, catalog, info)
                 self.server = ControlServer(api.handlers(), max_line=config.max_line_bytes)
+                self.events.server = self.server
                 trio_sock = trio.socket.from_stdlib_socket(listener)
                 await nursery.start(self.server.serve, trio_sock)
                 # signals are handled before readiness is announced: a SIGTERM
@@ -336,6 +367,17 @@ class Daemon:
                 # last: once the store is closed and the socket gone, the next daemon may start
                 await trio.to_thread.run_sync(db_lock.release)
             log.info("ikigaid stopped")
+
+    def _mcp_state(self, state: ServerState) -> None:
+        """An MCP server changed state: logged, and a daemon event for subscribers."""
+        log.info(
+            "mcp server " + state.state,
+            server=state.name,
+            pid=state.pid,
+            tools=state.tools,
+            error=state.last_error,
+        )
+        self.events.publish(server_event(state))
 
     async def _signals(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED

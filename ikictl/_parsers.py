@@ -1,5 +1,5 @@
 """Argument builders of the commands with sub-actions or many options of
-their own (mail, daemon, keys, the approvals), kept out of ``ikictl.cli`` so
+their own (mail, daemon, keys, the approvals, mcp), kept out of ``ikictl.cli`` so
 that module stays small. Only argparse: it is imported on every run."""
 
 from __future__ import annotations
@@ -26,6 +26,18 @@ def _policy(p: argparse.ArgumentParser, what: str) -> None:
         action="store_true",
         help="allow every tool call without asking (= --policy yolo; shown as YOLO)",
     )
+
+
+def _mcp(p: argparse.ArgumentParser, what: str, default: str) -> None:
+    """--mcp NAMES / --no-mcp (one of them: argparse refuses both, exit 2)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--mcp",
+        metavar="NAMES",
+        help=f"the MCP servers {what} may use, comma-separated "
+        f"('' or --no-mcp: none; default: {default})",
+    )
+    g.add_argument("--no-mcp", action="store_true", help=f"{what} uses no MCP server (= --mcp '')")
 
 
 def _add_mail(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
@@ -157,3 +169,64 @@ def _add_approve(p: argparse.ArgumentParser) -> None:
 def _add_deny(p: argparse.ArgumentParser) -> None:
     _approval_id(p)
     p.add_argument("--reason", metavar="TEXT", help="why (the model reads it)")
+
+
+def _add_mcp(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
+    ls = sub.add_parser(
+        "ls",
+        parents=[glob],
+        help="the configured servers: state, pid, tools, restarts, last error",
+        description=(
+            "List the MCP servers of config.json: NAME, STATE (stopped, starting, ready, "
+            "restarting, failed), PID, TOOLS, RESTARTS, SINCE (the last change) and the last "
+            "ERROR; --long adds the transport and the command line or URL."
+        ),
+    )
+    ls.add_argument(
+        "--long", "-l", action="store_true", help="also the transport and the command or URL"
+    )
+    ls.set_defaults(func="mcp:cmd_ls")
+    tools = sub.add_parser(
+        "tools",
+        parents=[glob],
+        help="a server's tools, as the model sees them (SERVER__TOOL)",
+        description=(
+            "List a server's tools by the name the model calls them (SERVER__TOOL) with the "
+            "first line of their description, and the tools not offered with the reason. "
+            "A lazy server is started."
+        ),
+    )
+    _server(tools)
+    tools.set_defaults(func="mcp:cmd_tools")
+    restart = sub.add_parser(
+        "restart",
+        parents=[glob],
+        help="stop a server and start it again",
+        description="Stop an MCP server (its calls in progress end in error) and start it again.",
+    )
+    _server(restart)
+    restart.set_defaults(func="mcp:cmd_restart")
+    prompts = sub.add_parser(
+        "prompts",
+        parents=[glob],
+        help="a server's prompts and their arguments",
+        description="List a server's prompts: name, arguments ([optional]) and description.",
+    )
+    _server(prompts)
+    prompts.set_defaults(func="mcp:cmd_prompts")
+    watch = sub.add_parser(
+        "watch",
+        parents=[glob],
+        help="print the servers' state changes as they happen (Ctrl+C leaves)",
+        description=(
+            "Print each server's state, then every change (started, failed, restarting...) "
+            "until Ctrl+C; --json: the daemon.event notifications as NDJSON."
+        ),
+    )
+    watch.add_argument("server", metavar="SERVER", nargs="?", help="only this server's changes")
+    watch.set_defaults(func="mcp:cmd_watch")
+
+
+def _server(p: argparse.ArgumentParser) -> None:
+    p.add_argument("server", metavar="SERVER", help="the server's name in config.json")

@@ -28,7 +28,7 @@ from ikictl._errors import (
     DaemonUnreachable,
     UsageError,
 )
-from ikictl._parsers import _agent, _policy
+from ikictl._parsers import _agent, _mcp, _policy
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
@@ -72,9 +72,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "approvals": ("list the tool calls waiting for an answer", "approvals:cmd_approvals"),
     "approve": ("allow a pending tool call (once, or remembered)", "approvals:cmd_approve"),
     "deny": ("refuse a pending tool call (the model reads the reason)", "approvals:cmd_deny"),
+    "mcp": ("the MCP servers: list, tools, restart, prompts, watch", ""),
     "completion": ("print the bash or zsh completion script", "completion:cmd_completion"),
 }
-HIDDEN = {"_agents": "commands:cmd_agents_for_completion"}
+HIDDEN = {
+    "_agents": "commands:cmd_agents_for_completion",
+    "_mcp": "mcp:cmd_servers_for_completion",
+}
+# the commands made of sub-actions: built with the global options' parent, parsed whole
+SUBACTIONS = ("mail", "daemon", "mcp")
 
 
 def _globals(parser: argparse.ArgumentParser, default: object) -> None:
@@ -127,6 +133,7 @@ def _add_new(p: argparse.ArgumentParser) -> None:
     p.add_argument("--system", "-s", metavar="TEXT", help="the system prompt")
     _cwd(p, "the folder its tools run in (default: the current directory)")
     _policy(p, "the agent")
+    _mcp(p, "the agent", "the servers config marks default")
     _prompt(p, False)
     _streaming(p)
 
@@ -172,6 +179,7 @@ def _add_fork(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", "-n", help="the child's name")
     _cwd(p, "the folder the child's tools run in (default: the parent's)")
     _policy(p, "the child (it narrows the parent's, never widens it)")
+    _mcp(p, "the child", "the parent's")
     _prompt(p, False)
     _streaming(p)
 
@@ -280,6 +288,7 @@ def _add_chat(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", "-n", help="name of the new agent (without AGENT)")
     _cwd(p, "the folder the new agent's tools run in (default: the current directory)")
     _policy(p, "the new agent (without AGENT)")
+    _mcp(p, "the new agent", "the servers config marks default")
     p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
 
 
@@ -295,7 +304,7 @@ def _glob_parent() -> argparse.ArgumentParser:
 
 def _fill(cmd: argparse.ArgumentParser, name: str, glob: argparse.ArgumentParser) -> None:
     add = globals().get(f"_add_{name}") or getattr(_parsers, f"_add_{name}")
-    if name in ("mail", "daemon"):
+    if name in SUBACTIONS:
         add(cmd, glob)
     else:
         add(cmd)
@@ -378,7 +387,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     cmd = command_parser(name)
     rest = argv[idx + 1 :]
     # intermixed: `ikictl fork A --model M "prompt"` puts a positional after options
-    args = cmd.parse_args(rest) if name in ("mail", "daemon") else cmd.parse_intermixed_args(rest)
+    args = cmd.parse_args(rest) if name in SUBACTIONS else cmd.parse_intermixed_args(rest)
     args.command = name
     for opt in ("json", "no_autostart", "socket"):
         if getattr(args, opt, None) is None:
@@ -480,6 +489,8 @@ def _fail(e: Exception, args: argparse.Namespace) -> int:
         return _say(args, EXIT_NOT_FOUND, message, code, data)
     if code in (p.REFUSED, p.INVALID_PARAMS):
         return _say(args, EXIT_USAGE, message, code, data)
+    if code == p.MCP_FAILED:  # the message names the server and why: a code adds nothing
+        return _say(args, EXIT_ERROR, message, code, data)
     if code == p.TURN_FAILED:
         from ikictl.keys import with_key_hint
 

@@ -58,6 +58,23 @@ def policy_arg(args: argparse.Namespace) -> str | None:
     return "yolo" if getattr(args, "yolo", False) else getattr(args, "policy", None)
 
 
+def mcp_arg(args: argparse.Namespace) -> list[str] | None:
+    """The ``mcp`` param of agent.create/agent.fork: None (absent: the config's
+    defaults, or the parent's) unless --mcp or --no-mcp was given; ``[]`` is none.
+    The names are checked by the daemon, which knows the configured ones."""
+    if getattr(args, "no_mcp", False):
+        return []
+    text = getattr(args, "mcp", None)
+    if text is None:
+        return None
+    names: list[str] = []
+    for name in text.split(","):
+        name = name.strip()
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
 def prompt_text(value: str | None) -> str | None:
     """PROMPT as given; ``-`` reads it from stdin.
 
@@ -157,6 +174,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         "system": args.system,
         "cwd": folder_arg(args.cwd) or os.getcwd(),
         "policy": policy_arg(args),
+        "mcp": mcp_arg(args),
     }
     res: Created = c.call(p.AGENT_CREATE, params)
     info, model = res["agent"], res["model"]
@@ -191,6 +209,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
         "name": args.name,
         "cwd": folder_arg(args.cwd),
         "policy": policy_arg(args),
+        "mcp": mcp_arg(args),
     }
     res: Created = c.call(p.AGENT_FORK, params)
     info, model = res["agent"], res["model"]

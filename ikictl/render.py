@@ -12,6 +12,7 @@ import sys
 
 TYPE_CHECKING = False  # importing typing itself costs every command start-up time
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, TextIO
 
     from daemon.results import (
@@ -256,6 +257,7 @@ def show_agent(info: ShownAgent, out: TextIO) -> None:
         ("system", one_line(info.get("system_prompt")) or "-"),
         ("cwd", info.get("cwd") or "- (the daemon's)"),
         *([("policy", chain_text(info))] if "policy" in info else []),
+        *([("mcp", mcp_of(info))] if "mcp" in info else []),
         ("current turn", info.get("current_turn") or "-"),
         ("queued", str(info.get("queued", 0))),
         ("created", info.get("created_at")),
@@ -306,6 +308,36 @@ def context_text(ctx: ContextInfo, info: AgentInfo) -> str:
         f"{num(n)} message{'' if n == 1 else 's'}{after} "
         f"({how}; compacts above {num(ctx.get('limit'))}; {where})"
     )
+
+
+def mcp_of(info: Mapping[str, object]) -> str:
+    """The MCP servers an agent may use: ``git, docs``, or ``none``."""
+    names = info.get("mcp")
+    if not isinstance(names, list) or not names:
+        return "none"
+    return ", ".join(safe_line(n) for n in names)
+
+
+def progress_line(ev: Mapping[str, object], width: int = 80) -> str:
+    """A tool_progress event on one line of at most ``width`` columns:
+    ``⋯ git__log 3/10 (30%) reading commits`` (a value that is not a number is
+    left out, not shown as garbage: it comes from the MCP server)."""
+    done, total = _number(ev.get("progress")), _number(ev.get("total"))
+    amount = "" if done is None else f"{done:g}"
+    if done is not None and total is not None:
+        amount += f"/{total:g}"
+        if 0 <= done <= total and total > 0:
+            amount += f" ({100 * done / total:.0f}%)"
+    bits = ["⋯", str(ev.get("name") or "tool"), amount, str(ev.get("message") or "")]
+    return one_line(" ".join(b for b in bits if b), max(width, 10))  # one_line: made safe
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if value != value or abs(value) > 1e15:  # NaN, or a count no tool makes
+        return None
+    return float(value)
 
 
 def chain_text(info: AgentInfo) -> str:

@@ -18,7 +18,7 @@ from daemon import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_INTERRUPTED, DaemonUnreachable, UsageError
 from ikictl.client import Client
-from ikictl.commands import client, folder_arg, model_text, policy_arg
+from ikictl.commands import client, folder_arg, mcp_arg, model_text, policy_arg
 from ikictl.stream import EventPrinter, run_turn
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
@@ -351,6 +351,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if args.agent and policy_arg(args):
         # an agent's policy is set when it is made: silently ignoring it would mislead
         raise UsageError("--policy/--yolo are for a new agent (chat without AGENT)")
+    if args.agent and mcp_arg(args) is not None:
+        raise UsageError("--mcp/--no-mcp are for a new agent (chat without AGENT)")
     c = client(args)
     info: AgentInfo
     if args.agent:
@@ -363,6 +365,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 "name": args.name,
                 "cwd": folder_arg(args.cwd) or os.getcwd(),
                 "policy": policy_arg(args),
+                "mcp": mcp_arg(args),
             },
         )
         info = res["agent"]

@@ -21,9 +21,12 @@ from ikictl.render import (
     ndjson,
     num,
     one_line,
+    progress_line,
     safe,
     safe_line,
 )
+
+ERASE_LINE = "\r\x1b[2K"  # to the line's start, and clear it
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
@@ -44,8 +47,12 @@ class EventPrinter:
         thinking: bool = True,
         json_mode: bool = False,
         headers: bool = False,
+        live: bool | None = None,
     ) -> None:
         self.out = out or sys.stdout
+        # a terminal: progress is a line redrawn in place (None: ask the stream)
+        self.live = _isatty(self.out) if live is None else live
+        self.transient = False  # a progress line is on screen, to be erased
         self.style = Style(color)
         self.thinking = thinking
         self.json_mode = json_mode
@@ -63,6 +70,9 @@ class EventPrinter:
     def _write(self, text: str) -> None:
         if not text:
             return
+        if self.transient:  # the progress line gives its place to what comes next
+            self.out.write(ERASE_LINE)
+            self.transient = False
         self.out.write(text)
         self.col0 = text.endswith("\n")
 
@@ -155,6 +165,18 @@ class EventPrinter:
             f"[tool {ev.get('name')} {how}] {one_line(first, 100)}{tail}",
             RED if ev.get("is_error") else YELLOW,
         )
+
+    def _on_tool_progress(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
+        """A long tool call's progress: on a terminal one dim line redrawn in
+        place (the next output erases it); elsewhere nothing, a log would
+        fill with them (--json has every event)."""
+        if not self.live:
+            return
+        self._end_block()
+        line = progress_line(ev, _columns(self.out) - 3)
+        self.out.write(ERASE_LINE + "  " + self.style(DIM, line))
+        self.transient = True
+        self.col0 = True  # what comes next starts where the erased line did
 
     def _on_approval_requested(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         from ikictl.approvals import on_event  # asks on the terminal, answers on its own line
@@ -253,6 +275,28 @@ class EventPrinter:
             print(json.dumps({"error": err}, ensure_ascii=False), file=sys.stderr)
         else:
             print(f"ikictl: {safe(message)}", file=sys.stderr)
+
+
+def _isatty(out: TextIO) -> bool:
+    import os
+
+    if os.environ.get("TERM") == "dumb":  # no cursor control to redraw a line with
+        return False
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _columns(out: TextIO) -> int:
+    """The terminal's width (80 when it cannot be asked): a progress line
+    longer than that would wrap, and only its last row would be erased."""
+    import os
+
+    try:
+        return os.get_terminal_size(out.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def run_turn(

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from .types import ImageBlock, Message, Request, TextBlock, Tool
+from .types import ImageBlock, Message, Request, TextBlock, Tool, ToolResultBlock
 
 CHARS_PER_TOKEN = 4
 # role, separators and the block framing each provider wraps a message in
@@ -69,6 +69,11 @@ def estimate_message(msg: Message) -> int:
             if block.data is not None:
                 # base64 is ASCII and msgspec escapes none of its characters
                 size -= len(block.data)
+        elif type(block) is ToolResultBlock and block.images:
+            for image in block.images:  # a tool's screenshot costs what a prompt's does
+                images += 1
+                if image.data is not None:
+                    size -= len(image.data)
     return _tokens(max(size, 0)) + images * IMAGE_TOKENS + MESSAGE_OVERHEAD
 
 

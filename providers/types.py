@@ -24,6 +24,7 @@ Conventions that every adapter follows:
 
 from __future__ import annotations
 
+import binascii
 from typing import Any, Literal
 
 import msgspec
@@ -96,6 +97,9 @@ class ToolResultBlock(
     is_error: bool = False
     # Gemini's functionResponse needs the function name, not only the id.
     name: str | None = None
+    # pictures the tool returned (MCP): sent inside the result where the API
+    # takes them, else named in a note line (``tool_result_images``)
+    images: list[ImageBlock] = msgspec.field(default_factory=list)
 
 
 class ImageBlock(msgspec.Struct, tag="image", frozen=True, kw_only=True, omit_defaults=True):
@@ -303,7 +307,106 @@ StreamEvent = (
     | ErrorEvent
 )
 
+# ---------------------------------------------------------------- images in tool results
+
+# Anthropic's limit for one image, the smallest of the APIs': a larger image
+# would make the API refuse the request, and every later one, since history is
+# replayed. The stored block keeps it whole.
+MAX_TOOL_IMAGE_BASE64 = 5 * 1024 * 1024
+# what every API that takes images names this way (MCP servers write both)
+_MEDIA_ALIASES = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}
+_SHOWN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789./+-_;=:?&%#~@")
+
+
+def _shown(text: str, limit: int) -> str:
+    """A tool's string as a note may quote it: safe characters, bounded."""
+    out = "".join(c for c in text[: limit * 4] if c in _SHOWN)[:limit]
+    return out or "?"
+
+
+def _size(data: str) -> str:
+    """The decoded size of base64 ``data``, for people."""
+    n = len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def _valid_base64(data: str) -> bool:
+    if not data or len(data) % 4 or not data.isascii():
+        return False
+    try:
+        binascii.a2b_base64(data, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def tool_result_images(
+    block: ToolResultBlock, media_types: frozenset[str], *, urls: bool = False
+) -> tuple[list[ImageBlock], list[str]]:
+    """The images of a tool result an API can take inside it, and a note line
+    for each other one (so the model knows a picture was there).
+
+    ``media_types``: the types the API accepts in a tool result (empty: it
+    takes no image there); ``urls``: whether it takes an image by URL. An image
+    over ``MAX_TOOL_IMAGE_BASE64`` or whose data is not base64 is a note: the
+    API would refuse the whole request, and the next ones."""
+    sent: list[ImageBlock] = []
+    notes: list[str] = []
+    for image in block.images:
+        kind = image.media_type.strip().lower()
+        kind = _MEDIA_ALIASES.get(kind, kind)
+        shown = _shown(image.media_type, 60)
+        if image.data is None and image.url:
+            url = image.url
+            web = url.startswith(("https://", "http://")) and len(url) <= 2048 and url.isprintable()
+            if urls and web and " " not in url:
+                sent.append(ImageBlock(media_type=kind, url=url))
+            else:
+                notes.append(
+                    f"[the tool returned an image at {_shown(url, 200)}; "
+                    "it cannot be sent to this API in a tool result]"
+                )
+            continue
+        data = image.data or ""
+        if not media_types:
+            notes.append(
+                f"[the tool returned an image ({shown}, {_size(data)}); "
+                "this API cannot take images in a tool result]"
+            )
+        elif len(data) > MAX_TOOL_IMAGE_BASE64:
+            notes.append(
+                f"[the tool returned an image ({shown}, {_size(data)}), over the "
+                f"{MAX_TOOL_IMAGE_BASE64 // (1024 * 1024)} MB of base64 an image may take; "
+                "it was not sent]"
+            )
+        elif kind not in media_types:
+            notes.append(
+                f"[the tool returned an image of type {shown}, which this API does not "
+                f"take (it takes {', '.join(sorted(media_types))}); it was not sent]"
+            )
+        elif not _valid_base64(data):
+            notes.append(
+                f"[the tool returned an image ({shown}) whose data is not valid base64; "
+                "it was not sent]"
+            )
+        elif kind == image.media_type:
+            sent.append(image)
+        else:
+            sent.append(ImageBlock(media_type=kind, data=data))
+    return sent, notes
+
+
+def with_notes(text: str, notes: list[str]) -> str:
+    """A tool result's text with the note lines after it."""
+    return "\n".join([text, *notes]) if text else "\n".join(notes)
+
+
 __all__ = [
+    "MAX_TOOL_IMAGE_BASE64",
     "RETRYABLE_CATEGORIES",
     "THINKING_LEVELS",
     "Block",
@@ -334,4 +437,6 @@ __all__ = [
     "ToolChoice",
     "ToolResultBlock",
     "Usage",
+    "tool_result_images",
+    "with_notes",
 ]

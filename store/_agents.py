@@ -36,10 +36,12 @@ class AgentsMixin(StoreBase):
         parent_uuid: str | None = None,
         cwd: str | None = None,
         policy: str | None = None,
+        mcp: str | None = None,
     ) -> AgentRecord:
         """A new running agent with an empty history. ``parent_uuid`` places it
         in the tree (a spawned child) without inheriting history; see fork().
-        ``policy``: its policy chain as JSON text (None: the configured default)."""
+        ``policy``: its policy chain as JSON text (None: the configured default).
+        ``mcp``: its MCP server names as JSON text (None: the configured defaults)."""
         check_name(name)
         check_level(thinking_level)
         with self._write() as conn:
@@ -56,6 +58,7 @@ class AgentsMixin(StoreBase):
                 system_prompt=system_prompt,
                 cwd=cwd,
                 policy=policy,
+                mcp=mcp,
             )
             if system_prompt:
                 self._insert(conn, record.uuid, [Prepared("system", system_prompt)])
@@ -215,12 +218,14 @@ class AgentsMixin(StoreBase):
         system_prompt: str | None = None,
         cwd: str | None = None,
         policy: str | None = None,
+        mcp: str | None = None,
     ) -> AgentRecord:
         """A new running agent that inherits the parent's history up to
         ``at_message_id`` (default: the newest row the parent sees). Nothing is
         copied: one agent row and one ``fork`` row, in one transaction, at a cost
         that does not depend on history length. Model settings and system
-        prompt, working directory and policy chain are the parent's unless given; the name
+        prompt, working directory, policy chain and MCP servers are the parent's
+        unless given; the name
         defaults to
         ``<parent name>-<last 6 characters of the new id>``.
 
@@ -261,6 +266,7 @@ class AgentsMixin(StoreBase):
                 system_prompt=system_prompt if system_prompt is not None else parent.system_prompt,
                 cwd=cwd if cwd is not None else parent.cwd,
                 policy=policy if policy is not None else parent.policy,
+                mcp=mcp if mcp is not None else parent.mcp,
             )
             data = {"parent_uuid": parent_uuid, "at_message_id": at}
             text = f"forked from {parent.name} ({parent_uuid}) at message {at}"

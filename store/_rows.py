@@ -105,6 +105,7 @@ def readable(msg: Message) -> str:
             parts.append(b.text)
         elif isinstance(b, ToolResultBlock):
             parts.append(("[error] " if b.is_error else "") + b.content)
+            parts.extend(f"[image {i.media_type}]" for i in b.images)
         elif isinstance(b, ImageBlock):
             parts.append(f"[image {b.media_type}]")
     return "\n".join(p for p in parts if p)

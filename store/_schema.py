@@ -84,6 +84,9 @@ agents = sa.Table(
     # its chain of tool-permission policy names, JSON: ancestors' first, its own
     # last (a fork can only narrow); NULL: the configured default
     sa.Column("policy", sa.Text(), nullable=True),
+    # the MCP servers it may use, a JSON list of names ([]: none); NULL: the
+    # configured defaults. A fork inherits its parent's
+    sa.Column("mcp", sa.Text(), nullable=True),
     sa.Index("ix_agents_parent_uuid", "parent_uuid"),
     # a name is unique among live agents; dead ones keep theirs
     sa.Index(

@@ -58,6 +58,7 @@ class AgentRecord(msgspec.Struct, frozen=True, kw_only=True):
     ended_at: datetime | None
     cwd: str | None = None  # where its tools run; None: the daemon's own
     policy: str | None = None  # its policy chain, JSON list of names; None: the default
+    mcp: str | None = None  # its MCP servers, JSON list of names; None: the configured defaults
 
     @property
     def alive(self) -> bool:

@@ -110,6 +110,15 @@ class ToolRegistry:
             ]
         return self._definitions
 
+    def with_extra(self, specs: Sequence[ToolSpec]) -> ToolRegistry:
+        """These tools and ``specs`` (an agent's MCP tools) as one registry;
+        a name already here keeps its own tool."""
+        if not specs:
+            return self
+        view = ToolRegistry(env=self.env, guard=self.guard)
+        view._specs = {**{s.name: s for s in specs}, **self._specs}
+        return view
+
     # ------------------------------------------------------------ running
 
     async def run(self, call: ToolCallBlock, ctx: ToolContext) -> ToolResultBlock:
@@ -131,6 +140,7 @@ class ToolRegistry:
             content=content,
             is_error=bool(output.is_error),
             name=call.name,
+            images=list(output.images),
         )
 
     async def run_all(

@@ -5,7 +5,8 @@ Anthropic's rules this module follows:
 * ``system`` is a list of text blocks; messages alternate user/assistant, so
   consecutive messages of one role are merged, and tool results travel as
   ``tool_result`` blocks in a user message (all results of a turn in one
-  message, ahead of any text, as the API asks);
+  message, ahead of any text, as the API asks); a result with images has a
+  list of blocks as its content (text, then images), as the API allows;
 * thinking blocks with their signature and redacted thinking blocks go back
   unchanged, but only to Anthropic: another provider's thinking is dropped;
 * ``max_tokens`` is always set; a thinking budget must be below it;
@@ -27,6 +28,8 @@ from ..types import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
+    tool_result_images,
+    with_notes,
 )
 
 MIN_BUDGET = 1024  # the API's smallest thinking budget
@@ -36,6 +39,8 @@ _TOOL_ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
 # sampling parameters a Request may carry in provider_data
 _SAMPLING = ("temperature", "top_p", "top_k")
 _PASSTHROUGH = ("stop_sequences", "metadata", "service_tier")
+# the image types the Messages API takes (in a tool result as anywhere)
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 
 def tool_id(value: str) -> str:
@@ -117,8 +122,14 @@ def _block(block: Any, provider: str) -> dict[str, Any] | None:
         }
     if isinstance(block, ToolResultBlock):
         out: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id(block.tool_call_id)}
-        if block.content:
-            out["content"] = block.content
+        images, notes = tool_result_images(block, IMAGE_TYPES, urls=True)
+        text = with_notes(block.content, notes)
+        if images:
+            # content as a list of blocks: the text (never an empty one), then the images
+            parts = [{"type": "text", "text": text}] if text else []
+            out["content"] = parts + [b for b in map(_image, images) if b is not None]
+        elif text:
+            out["content"] = text
         if block.is_error:
             out["is_error"] = True
         return out
@@ -132,14 +143,18 @@ def _block(block: Any, provider: str) -> dict[str, Any] | None:
             return {"type": "redacted_thinking", "data": block.signature}
         return {"type": "thinking", "thinking": block.text, "signature": block.signature}
     if isinstance(block, ImageBlock):
-        if block.data is not None:
-            source = {"type": "base64", "media_type": block.media_type, "data": block.data}
-        elif block.url is not None:
-            source = {"type": "url", "url": block.url}
-        else:
-            return None
-        return {"type": "image", "source": source}
+        return _image(block)
     return None
+
+
+def _image(block: ImageBlock) -> dict[str, Any] | None:
+    if block.data is not None:
+        source = {"type": "base64", "media_type": block.media_type, "data": block.data}
+    elif block.url is not None:
+        source = {"type": "url", "url": block.url}
+    else:
+        return None
+    return {"type": "image", "source": source}
 
 
 def encode_messages(messages: list[Message], provider: str) -> list[dict[str, Any]]:

@@ -14,6 +14,8 @@ from ..types import (
     ThinkingBlock,
     ToolCallBlock,
     ToolResultBlock,
+    tool_result_images,
+    with_notes,
 )
 from ._decode import SYNTHETIC_ID
 from ._schema import to_gemini_schema
@@ -22,6 +24,8 @@ from ._schema import to_gemini_schema
 # hand (history written by another model): Gemini 3 then skips validation
 # instead of answering 400.
 SKIP_SIGNATURE = "skip_thought_signature_validator"
+# the image types Gemini takes inline (a function response's parts included)
+_RESULT_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"})
 
 
 def is_strict_signature_model(model: str) -> bool:
@@ -37,9 +41,11 @@ def is_strict_signature_model(model: str) -> bool:
     return bool(digits) and int(digits) >= 3
 
 
-def tool_response(block: ToolResultBlock) -> dict[str, Any]:
-    """The functionResponse ``response`` object for a tool result."""
-    content = block.content
+def tool_response(block: ToolResultBlock, content: str | None = None) -> dict[str, Any]:
+    """The functionResponse ``response`` object for a tool result (``content``:
+    its text when not the block's own, e.g. with note lines)."""
+    if content is None:
+        content = block.content
     if content[:1] == "{":
         try:
             value = msgspec.json.decode(content)
@@ -93,13 +99,20 @@ def encode_contents(messages: list[Message], *, provider: str, model: str) -> li
         nonlocal results_open
         parts = []
         for b in blocks:
+            # Gemini 3 takes images in a function response ("multimodal function
+            # responses": functionResponse.parts); earlier models get a note line
+            images, notes = tool_result_images(b, _RESULT_IMAGES if strict else frozenset())
             fr: dict[str, Any] = {
                 "name": b.name or calls.names.get(b.tool_call_id) or "unknown_function",
-                "response": tool_response(b),
+                "response": tool_response(b, with_notes(b.content, notes) if notes else None),
             }
             wire_id = calls.wire_ids.get(b.tool_call_id)
             if wire_id:
                 fr["id"] = wire_id
+            if images:
+                fr["parts"] = [
+                    {"inlineData": {"mimeType": i.media_type, "data": i.data}} for i in images
+                ]
             parts.append({"functionResponse": fr})
         if results_open:
             contents[-1]["parts"].extend(parts)

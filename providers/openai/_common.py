@@ -32,10 +32,14 @@ from ..types import (
     ToolCallBlock,
     ToolResultBlock,
     Usage,
+    tool_result_images,
+    with_notes,
 )
 from ._schema import strict_schema
 
 _encode = msgspec.json.Encoder().encode
+# the image types OpenAI takes (PNG, JPEG, WEBP, non-animated GIF)
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 
 def json_bytes(body: dict[str, Any]) -> bytes:
@@ -228,13 +232,7 @@ class OpenAICodec(ABC):
         parts: list[dict[str, Any]] = []
         for b in message.content:
             if isinstance(b, ToolResultBlock):
-                text = tool_result_text(b)
-                if responses:
-                    out.append(
-                        {"type": "function_call_output", "call_id": b.tool_call_id, "output": text}
-                    )
-                else:
-                    out.append({"role": "tool", "tool_call_id": b.tool_call_id, "content": text})
+                out.append(self._tool_output(b))
             elif isinstance(b, TextBlock):
                 parts.append({"type": "input_text" if responses else "text", "text": b.text})
             elif isinstance(b, ImageBlock):
@@ -254,6 +252,20 @@ class OpenAICodec(ABC):
             out.append({"type": "message", "role": "user", "content": content})
         else:
             out.append({"role": "user", "content": content})
+
+    def _tool_output(self, b: ToolResultBlock) -> dict[str, Any]:
+        """A tool result as its own item. Responses takes a list of input_text and
+        input_image parts as the output; a Chat Completions tool message takes
+        text alone, so its images are named in note lines."""
+        images, notes = tool_result_images(b, IMAGE_TYPES if self.responses else frozenset())
+        text = with_notes(tool_result_text(b), notes)
+        if not self.responses:
+            return {"role": "tool", "tool_call_id": b.tool_call_id, "content": text}
+        output: str | list[dict[str, Any]] = text
+        if images:
+            parts = [{"type": "input_text", "text": text}] if text else []
+            output = parts + [{"type": "input_image", "image_url": image_url(i)} for i in images]
+        return {"type": "function_call_output", "call_id": b.tool_call_id, "output": output}
 
     def _answer(self, body: bytes) -> dict[str, Any]:
         """A whole JSON answer as a dict ({} for any other JSON value). Raises

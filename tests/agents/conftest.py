@@ -53,6 +53,7 @@ class Harness:
         read_timeout: float = 5.0,
         permissions: Permissions | None = None,
         catalog: Catalog | None = None,
+        mcp: object | None = None,
     ) -> Supervisor:
         self.store = Store(f"sqlite:///{self.db_path}")
         pool = ProviderPool(catalog=catalog, settings=fake_settings(self.fake, env, read_timeout))
@@ -60,7 +61,9 @@ class Harness:
         # the turn-loop tests run their tools unasked; tests/agents/test_gate.py
         # and the policy tests bring their own permissions
         permissions = permissions or Permissions(default="yolo")
-        sup = Supervisor(AsyncStore(self.store), pool, tools or ToolRegistry(), config, permissions)
+        sup = Supervisor(
+            AsyncStore(self.store), pool, tools or ToolRegistry(), config, permissions, mcp=mcp
+        )
 
         async def run(task_status=trio.TASK_STATUS_IGNORED):
             with trio.CancelScope() as scope:

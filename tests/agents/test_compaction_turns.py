@@ -391,3 +391,26 @@ async def test_kill_during_a_manual_compaction_answers_the_caller(harness):
             await sup.kill(rec.uuid)
     assert outcome and "ended before its context was compacted" in outcome[0]
     assert not any(r.kind == "compaction" for r in harness.store.history(rec.uuid))
+
+
+async def test_show_during_the_first_prompt_never_loses_the_prompt(harness):
+    """`ikictl send` asks show and prompts at once: measuring the context
+    must not hand the turn a second copy of it (a request with no messages)."""
+    fake = harness.fake
+    fake.responder = lambda req: Reply(text=f"answer #{_number(req)}")
+    sup = await harness.start(config=_config())
+    for n in range(20):
+        rec, _, _ = await sup.create(model="claude-sonnet-4-5", name=f"race-{n}")
+        actor = await sup.live(rec.uuid)
+        loaded: list = []
+        async with trio.open_nursery() as nursery:
+            async def load(actor=actor, loaded=loaded):
+                loaded.append(await actor.context())
+
+            nursery.start_soon(load)
+            nursery.start_soon(load)
+            nursery.start_soon(sup.context_status, rec.uuid)
+        assert loaded[0] is loaded[1]  # one list, whoever loaded it
+        events = await harness.turn(rec.uuid, f"prompt #{n}")
+        assert of(events, TurnEnded)[-1].status == "completed"
+    assert all(r.json["messages"] for r in fake.requests)

@@ -46,9 +46,13 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "ikictl": (["--runs", "30"], ["--runs", "5"]),
     "agents": ([], ["--agents", "1000", "--deltas", "1000"]),
     "compaction": ([], ["--rounds", "3", "--checks", "50"]),
+    "mcp": ([], ["--calls", "50"]),
     "e2e": ([], ["--quick"]),
 }
-ALIASES = {"codec": ["openai", "anthropic", "google"], "daemon": ["agents", "compaction", "e2e"]}
+ALIASES = {
+    "codec": ["openai", "anthropic", "google"],
+    "daemon": ["agents", "compaction", "mcp", "e2e"],
+}
 TIME_LIMIT = {"full": 600, "quick": 240}
 
 
@@ -161,6 +165,7 @@ ADAPTERS: dict[str, tuple[bool, Callable[[Any, str], list[Row]]]] = {
     "ikictl": (False, from_ikictl_table),
     "agents": (True, from_rows("agents: ")),
     "compaction": (True, from_compaction),
+    "mcp": (True, from_rows("mcp: ")),
     "e2e": (True, from_rows("e2e: ")),
 }
 

@@ -162,6 +162,8 @@ _agent_refs = st.sampled_from([CANARY, CANARY, *THROWAWAY, *THROWAWAY, "nobody",
 _models = st.sampled_from(["claude-sonnet-4-5", "claude-sonnet-4-5/high", "gpt-4o/low", "gemini-2.5-flash", "nope/none", "x/ultra"]) | _plain
 _by_field: dict[str, Any] = {
     "keep": st.integers(-2, 5),
+    "server": st.sampled_from(["time", "nope"]) | _plain,
+    "mcp": st.lists(st.sampled_from(["time", "nope"]) | _plain, max_size=3) | st.none(),
     "agent": _agent_refs,
     "to": _agent_refs,
     "from": _agent_refs,

@@ -7,10 +7,61 @@ None. Sources: the providers' API references and the 400 messages they send
 
 from __future__ import annotations
 
+import binascii
 import json
 from typing import Any
 
 _THINKING = ("thinking", "redacted_thinking")
+# the image types each API takes (Anthropic and OpenAI: the same four)
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+_GEMINI_IMAGE_TYPES = ("image/png", "image/jpeg", "image/webp", "image/heic", "image/heif")
+_MAX_IMAGE = 5 * 1024 * 1024  # Anthropic: "image exceeds 5 MB maximum"
+
+
+def _base64(data: Any) -> bool:
+    if not isinstance(data, str) or not data:
+        return False
+    try:
+        binascii.a2b_base64(data, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _anthropic_result(where: str, content: Any) -> str | None:
+    """A tool_result's content: a string or a list of text and image blocks."""
+    if content is None or isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return f"{where}.content: Input should be a valid string or list"
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        at = f"{where}.content.{j}"
+        if kind == "text":
+            if not isinstance(part.get("text"), str) or not part["text"]:
+                return f"{at}: text content blocks must be non-empty"
+        elif kind == "image":
+            source = part.get("source")
+            if not isinstance(source, dict):
+                return f"{at}.source: Field required"
+            if source.get("type") == "url":
+                if not isinstance(source.get("url"), str):
+                    return f"{at}.source.url: Input should be a valid string"
+                continue
+            if source.get("type") != "base64":
+                return f"{at}.source.type: Input should be 'base64' or 'url'"
+            if source.get("media_type") not in _IMAGE_TYPES:
+                return (
+                    f"{at}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', "
+                    "'image/gif' or 'image/webp'"
+                )
+            if not _base64(source.get("data")):
+                return f"{at}.source.base64.data: The image data is not valid base64"
+            if len(source["data"]) > _MAX_IMAGE:
+                return f"{at}.source.base64: image exceeds 5 MB maximum"
+        elif kind not in ("search_result", "document"):
+            return f"{at}.type: Input tag {kind!r} does not match any of the expected tags"
+    return None
 
 
 def _parses(text: Any) -> bool:
@@ -44,9 +95,13 @@ def anthropic(body: Any) -> str | None:
         if m.get("role") == "assistant" and content[-1].get("type") in _THINKING:
             return f"messages.{i}: The final block in an assistant message cannot be `thinking`."
         calls = [b["id"] for b in content if b.get("type") == "tool_use"]
-        for b in content:
+        for j, b in enumerate(content):
             if b.get("type") == "tool_use" and not isinstance(b.get("input"), dict):
                 return f"messages.{i}.content: tool_use.input: Input should be a valid dictionary"
+            if b.get("type") == "tool_result":
+                problem = _anthropic_result(f"messages.{i}.content.{j}", b.get("content"))
+                if problem is not None:
+                    return problem
         if calls:
             nxt = msgs[i + 1]["content"] if i + 1 < len(msgs) else None
             answered = {
@@ -111,6 +166,16 @@ def openai_chat(body: Any) -> str | None:
                 return "The reasoning_content in the thinking mode must be passed back to the API."
             pending = {c.get("id") for c in calls}
         elif role == "tool":
+            content = m.get("content")
+            if isinstance(content, list) and any(
+                not isinstance(p, dict) or p.get("type") != "text" for p in content
+            ):
+                return (
+                    "Image URLs are only allowed for messages with role 'user', but this "
+                    f"message with role 'tool' contains an image URL. (messages[{i}])"
+                )
+            if not isinstance(content, (str, list)):
+                return f"messages[{i}].content: expected a string or an array of text parts"
             if m.get("tool_call_id") not in pending:
                 return (
                     f"messages[{i}]: messages with role 'tool' must be a response to a preceeding "
@@ -147,8 +212,44 @@ def openai_responses(body: Any) -> str | None:
             if not _parses(item.get("arguments")):
                 return f"input[{i}].arguments: not valid JSON"
             calls.add(item.get("call_id"))
-        elif kind == "function_call_output" and item.get("call_id") not in calls:
-            return f"No tool call found for function call output with call_id {item.get('call_id')}."
+        elif kind == "function_call_output":
+            if item.get("call_id") not in calls:
+                return f"No tool call found for function call output with call_id {item.get('call_id')}."
+            problem = _responses_output(i, item.get("output"))
+            if problem is not None:
+                return problem
+    return None
+
+
+def _responses_output(i: int, output: Any) -> str | None:
+    """A function_call_output's output: a string or a list of input_text,
+    input_image and input_file parts."""
+    if isinstance(output, str):
+        return None
+    if not isinstance(output, list):
+        return f"Invalid type for 'input[{i}].output': expected a string or an array"
+    for j, part in enumerate(output):
+        kind = part.get("type") if isinstance(part, dict) else None
+        at = f"input[{i}].output[{j}]"
+        if kind == "input_text":
+            if not isinstance(part.get("text"), str):
+                return f"Missing required parameter: '{at}.text'."
+        elif kind == "input_image":
+            url = part.get("image_url")
+            if not isinstance(url, str) and not isinstance(part.get("file_id"), str):
+                return f"Missing required parameter: '{at}.image_url'."
+            if isinstance(url, str) and url.startswith("data:"):
+                head, _, data = url.partition(",")
+                kind_of = head[len("data:") :].removesuffix(";base64")
+                if not head.endswith(";base64") or kind_of not in _IMAGE_TYPES:
+                    return f"Invalid '{at}.image_url': expected a base64-encoded data URL of an image."
+                if not _base64(data):
+                    return f"Invalid '{at}.image_url'. Expected a base64-encoded data URL with an image MIME type."
+        elif kind != "input_file":
+            return (
+                f"Invalid value: '{kind}'. Supported values are: 'input_text', 'input_image', "
+                f"and 'input_file'. ({at}.type)"
+            )
     return None
 
 
@@ -172,6 +273,33 @@ def google(body: Any) -> str | None:
             call = part.get("functionCall")
             if call is not None and not isinstance(call.get("args", {}), dict):
                 return f"contents[{i}]: functionCall.args must be an object"
+            reply = part.get("functionResponse")
+            if reply is not None:
+                problem = _gemini_response(f"contents[{i}].parts.functionResponse", reply)
+                if problem is not None:
+                    return problem
+    return None
+
+
+def _gemini_response(where: str, reply: Any) -> str | None:
+    """A functionResponse: an object ``response``; ``parts`` (Gemini 3's
+    multimodal function responses) each one inlineData or fileData."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("response", {}), dict):
+        return f"Invalid value at '{where}.response' (type.googleapis.com/google.protobuf.Struct)"
+    parts = reply.get("parts", [])
+    if not isinstance(parts, list):
+        return f"Invalid value at '{where}.parts': expected a list"
+    for j, p in enumerate(parts):
+        at = f"{where}.parts[{j}]"
+        if not isinstance(p, dict) or set(p) - {"inlineData", "fileData"} or len(p) != 1:
+            return f"Invalid JSON payload received. Unknown name in '{at}': only inlineData or fileData"
+        blob = p.get("inlineData")
+        if blob is not None:
+            kind = blob.get("mimeType") if isinstance(blob, dict) else None
+            if not isinstance(kind, str) or (kind.startswith("image/") and kind not in _GEMINI_IMAGE_TYPES):
+                return f"{at}.inlineData.mimeType: Unsupported MIME type: {kind}"
+            if not _base64(blob.get("data")):
+                return f"Invalid value at '{at}.inline_data.data' (TYPE_BYTES), Base64 decoding failed"
     return None
 
 

@@ -168,3 +168,15 @@ def test_any_message_gets_a_count_and_more_content_never_counts_less(blocks, mor
     n = estimate_message(msg)
     assert isinstance(n, int) and n >= MESSAGE_OVERHEAD
     assert estimate_message(Message(role="user", content=[*blocks, more], provider_data=data)) >= n
+
+
+def test_a_tool_results_image_costs_an_image_not_its_base64():
+    from providers.tokens import IMAGE_TOKENS
+    from providers.types import ImageBlock, ToolResultBlock
+
+    data = "A" * 1_000_000
+    shot = ToolResultBlock(tool_call_id="c", content="a screenshot", images=[ImageBlock(media_type="image/png", data=data)])
+    plain = ToolResultBlock(tool_call_id="c", content="a screenshot")
+    with_image = estimate_message(Message(role="tool", content=[shot]))
+    without = estimate_message(Message(role="tool", content=[plain]))
+    assert with_image - without <= IMAGE_TOKENS + 50

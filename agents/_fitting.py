@@ -1,0 +1,147 @@
+"""The steps of a turn around each model call that keep its request fitting
+the model: the agent's MCP tools offered, the request's size known (estimate,
+or the provider's count near the limit), the context compacted when it would
+not fit, and a context-length refusal met with one compaction and a retry.
+A mixin of Turn (turn.py), which holds the state these methods use."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from providers.types import ProviderError, ProviderFailure, Request, ThinkingLevel
+
+from ._mcp_select import effective
+from .compaction import window_from_error
+from .compactor import Compactor, CompactOutcome, Reason, budget_of
+from .events import CompactionFailed, Notice
+
+if TYPE_CHECKING:
+    from providers.types import Message, Usage
+
+    from .deps import ActorDeps
+    from .tools import ToolRegistry
+
+
+class FittingSteps:
+    # set by Turn
+    host: Any
+    deps: ActorDeps
+    id: str
+    first_row: int | None
+    usage: Usage
+    cost: float | None
+    _raw: int
+    _recovered: bool
+    _tools: ToolRegistry
+    _offered: list[int]
+
+    def _request(
+        self, model: str, provider: str, level: ThinkingLevel, history: list[Message]
+    ) -> Request:
+        raise NotImplementedError
+
+    async def _fitted(
+        self, model: str, provider: str, level: ThinkingLevel, *, checked: bool = False
+    ) -> Request:
+        """The request for this call, the context compacted first if it would
+        not fit the model's window (``checked``: compaction just ran)."""
+        host, meter = self.host, self.host.meter
+        await self._offer_mcp()
+        request = self._request(model, provider, level, await host.context())
+        self._raw = meter.raw(request)
+        if checked:
+            return request
+        budget = budget_of(
+            self.deps.pool.catalog,
+            provider,
+            model,
+            request.max_output_tokens,
+            self.deps.config.compact_at,
+            meter,
+        )
+        size = meter.scale(provider, self._raw)
+        if size > budget.limit * 0.9 and provider not in meter.exact_unavailable:
+            size = await self._exact(provider, model, request, size)
+        if size <= budget.limit:
+            return request
+        outcome = await self._compact("auto", provider, model)
+        if outcome.compacted:
+            request = self._request(model, provider, level, await host.context())
+            self._raw = meter.raw(request)
+        return request
+
+    async def _offer_mcp(self) -> None:
+        """The agent's MCP tools join the built-in ones (a lazy server starts
+        on this first use; one that cannot start is left out, its state says why)."""
+        hub = self.deps.mcp
+        servers = effective(hub, self.host.mcp)
+        if hub is None or not servers:
+            self._tools = self.deps.tools
+            return
+        specs = await hub.tool_specs(servers)
+        key = [id(s) for s in specs]  # the hub hands out the same specs until a tool changes
+        if key != self._offered:
+            self._offered = key
+            self._tools = self.deps.tools.with_extra(specs)
+
+    async def _exact(self, provider: str, model: str, request: Request, estimate: int) -> int:
+        """The provider's own count of the request (Anthropic, Gemini), near the limit."""
+        meter = self.host.meter
+        try:
+            with trio.fail_after(30):
+                exact = await self.deps.pool.get(provider, model).count_tokens(request)
+        except ProviderFailure as failure:
+            if failure.error.category == "invalid_request":
+                meter.exact_unavailable.add(provider)  # no counting endpoint: don't ask again
+            return estimate
+        except trio.TooSlowError:
+            return estimate
+        meter.learn(provider, self._raw, exact)
+        return exact
+
+    async def _compact(self, reason: Reason, provider: str, model: str) -> CompactOutcome:
+        outcome = await Compactor(self.host, self.deps, self.id).compact(
+            reason=reason, provider=provider, model=model, first_row=self.first_row
+        )
+        if outcome.usage.total_tokens:
+            self.usage = self.usage + outcome.usage
+            spent = outcome.cost_usd
+            self.cost = None if spent is None or self.cost is None else self.cost + spent
+        if not outcome.compacted and outcome.error is None and outcome.message is None:
+            self.host.publish(
+                CompactionFailed(reason=reason, message=outcome.reason), self.id
+            )
+        return outcome
+
+    async def _recover(
+        self, request: Request, provider: str, model: str, error: ProviderError
+    ) -> bool:
+        """The provider found the request too long: learn its real window (from
+        its message, else: smaller than this request), compact to fit it, and
+        say whether a retry is worth it."""
+        self._recovered = True
+        meter = self.host.meter
+        limits = self.deps.pool.catalog.limits(provider, model)
+        refused = meter.scale(provider, self._raw) + request.max_output_tokens
+        stated = window_from_error(error.message)
+        window = stated if stated is not None else int(refused * 0.9)
+        if window < limits.context_window:
+            meter.windows[(provider, model)] = min(
+                window, meter.windows.get((provider, model), window)
+            )
+            self.host.publish(
+                Notice(
+                    text=f"{provider}/{model} refused a request as longer than its window: "
+                    f"taking the window as {window:,} tokens, not the {limits.source}'s "
+                    f"{limits.context_window:,} (set providers.{provider}.models.{model}"
+                    ".context_window in config.json)"
+                ),
+                self.id,
+            )
+        else:
+            # the window is right, the estimate was low: scale it up to the refused size
+            meter.at_least(provider, self._raw, window - request.max_output_tokens + 1)
+        outcome = await self._compact("context_length", provider, model)
+        return outcome.compacted

@@ -327,7 +327,7 @@ def _message(text: str, where: str, prefix: str, type_: type[Any]) -> str:
     enum = re.fullmatch(r"Invalid enum value (.*)", text)
     last = field.rsplit(".", 1)[-1]
     if enum and last in _CHOICES:
-        text = f"must be one of {', '.join(_CHOICES[last])}, not {enum.group(1)}"
+        text = f"must be one of {', '.join(_CHOICES[last])}, not {enum.group(1)[:80]}"
     else:
         text = _TICKED.sub(lambda t: _type_words(t.group(1)), text)
     return f"{where}: {field}: {text}" if field else f"{where}: {text}"

@@ -13,7 +13,7 @@ from agents.events import ApprovalRequested, ToolFinished, ToolProgress, TurnEnd
 from agents.permissions import Permissions
 from agents.tools.mcp import McpHub
 from tests.agents.conftest import of
-from tests.agents.mcp.conftest import fake_spec
+from tests.agents.mcp.conftest import fake_spec, python_spec
 from tests.fakes.script import Reply, ToolCall
 
 
@@ -151,3 +151,33 @@ async def test_cancelling_the_turn_cancels_the_mcp_call(harness, nursery, tmp_pa
             await trio.sleep(0.05)
     sub.close()
     assert marker.exists()
+
+
+async def test_a_server_that_never_answers_delays_only_the_first_turn(harness, nursery):
+    """A default server that hangs at start costs the first turn its
+    connect_timeout; later turns do not wait on it again while it keeps
+    failing (they go on without its tools)."""
+    mute = python_spec("mute", "import time; time.sleep(600)", default=True, connect_timeout=2)
+    hub = await _hub(nursery, mute=mute, fake=fake_spec("fake", default=True))
+    harness.fake.default = Reply(text="ok")
+    sup = await harness.start(config=_config(), mcp=hub)
+    rec, _, _ = await sup.create(model="claude-sonnet-4-5", name="waits-once")
+    with trio.fail_after(15):
+        events = await harness.turn(rec.uuid, "first", limit=15)
+    assert of(events, TurnEnded)[-1].status == "completed"
+    offered = _tool_names(harness.fake.requests[-1])
+    assert "fake__echo" in offered and not any(n.startswith("mute__") for n in offered)
+    for _ in range(100):  # its own connect attempt ends a moment after the turn gave up on it
+        if hub.state("mute").last_error is not None:
+            break
+        await trio.sleep(0.05)
+    assert hub.state("mute").last_error is not None
+    for n in range(2):
+        for _ in range(200):  # its next attempt: the server is starting (and will hang) again
+            if hub.state("mute").state == "starting":
+                break
+            await trio.sleep(0.05)
+        assert hub.state("mute").state == "starting"
+        with trio.fail_after(1.5):  # well under the 2 s connect_timeout
+            events = await harness.turn(rec.uuid, f"again {n}", limit=15)
+        assert of(events, TurnEnded)[-1].status == "completed"

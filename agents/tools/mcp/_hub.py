@@ -140,6 +140,12 @@ class McpHub:
         found: dict[str, list[McpToolInfo]] = {}
 
         async def collect(name: str) -> None:
+            runner = self._runners.get(name)
+            if runner is not None and runner.state != "ready" and runner.last_error is not None:
+                # it failed before and is still not back: a turn does not wait on
+                # it (up to connect_timeout each model call); offered once ready
+                log.info("mcp.server_left_out", server=name, error=runner.last_error)
+                return
             try:
                 found[name] = await self.tools(name)
             except McpError as exc:

@@ -83,8 +83,15 @@ def budget_of(
     )
 
 
-def price(catalog: Catalog, provider: str, model: str, usage: Usage) -> float | None:
-    entry = catalog.lookup(provider, model)
+def price(
+    catalog: Catalog, provider: str, reported: str, requested: str | None, usage: Usage
+) -> float | None:
+    """The one pricing rule (docs/configuration.md "Usage and cost", as
+    store/_usage.py): the reported model's price if the catalog knows it,
+    else the requested model's, else unknown (None, never 0)."""
+    entry = catalog.lookup(provider, reported) if reported else None
+    if entry is None and requested:
+        entry = catalog.lookup(provider, requested)
     if entry is None or entry.prices is None:
         return None
     return entry.prices.cost(
@@ -298,7 +305,7 @@ class Compactor:
                 out.message = scrub(error.message) if error else "the summary call failed"
                 return out
             out.usage = out.usage + response.usage
-            cost = price(catalog, provider, response.model or model, response.usage)
+            cost = price(catalog, provider, response.model, model, response.usage)
             out.cost_usd = None if cost is None or out.cost_usd is None else out.cost_usd + cost
             previous = "".join(b.text for b in response.blocks if isinstance(b, TextBlock)).strip()
             if not previous:

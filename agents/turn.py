@@ -36,6 +36,7 @@ from providers.types import (
 
 from ._fitting import FittingSteps
 from .compaction import too_long
+from .compactor import price
 from .context import bound_results, for_provider, step_thinking
 from .deps import ActorDeps
 from .events import (
@@ -354,25 +355,14 @@ class Turn(FittingSteps):
         )
 
     def _spend(self, response: Response) -> None:
-        """The one pricing rule (docs/configuration.md "Usage and cost", as
-        store/_usage.py): the reported model's price if the catalog knows it,
-        else the requested model's, else unknown (None, never 0)."""
-        host, catalog = self.host, self.deps.pool.catalog
+        """Add a response's tokens and cost (``price``: the one pricing rule)."""
+        host = self.host
         self.usage = self.usage + response.usage
         provider = response.provider or host.provider
-        entry = catalog.lookup(provider, response.model) if response.model else None
-        if entry is None and provider == host.provider:
-            entry = catalog.lookup(host.provider, host.model)
-        if entry is None or entry.prices is None or self.cost is None:
-            self.cost = None
-            return
-        u = response.usage
-        self.cost += entry.prices.cost(
-            input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens,
-            cached_tokens=u.cached_tokens,
-            cache_write_tokens=u.cache_write_tokens,
-        )
+        # the requested model is the agent's, on its own provider (a fallback's is reported)
+        requested = host.model if provider == host.provider else None
+        cost = price(self.deps.pool.catalog, provider, response.model, requested, response.usage)
+        self.cost = None if cost is None or self.cost is None else self.cost + cost
 
     async def _store_results(self, calls: list[ToolCallBlock], text: str) -> None:
         results = [

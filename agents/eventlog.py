@@ -4,15 +4,32 @@ Publishing never blocks the agent: each subscriber has a bounded buffer, and a
 subscriber that falls that far behind is dropped with a Lagged notice saying
 the seq to resume from. The log keeps only the last ``keep`` entries in memory
 (the store has the whole history), so thousands of agents stay cheap.
+
+A subscriber is anything with ``offer(entry) -> bool`` (False: detach me) and
+``end()`` (the log closed). ``Subscription`` is the in-process one, an async
+iterator over a memory channel; the control socket attaches its own
+(daemon/control.py) that writes each entry straight into a connection's
+outgoing buffer, so an event costs no task switch per subscriber.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Protocol
 
 import trio
 
 from .events import AgentEvent, Lagged, LogEntry
+
+
+class Subscriber(Protocol):
+    def offer(self, entry: LogEntry) -> bool:
+        """Take a live entry; False detaches this subscriber from the log."""
+        ...
+
+    def end(self) -> None:
+        """The log closed (its agent ended)."""
+        ...
 
 
 class Subscription:
@@ -25,7 +42,7 @@ class Subscription:
         self._lag: LogEntry | None = None
         self.closed = False
 
-    def _offer(self, entry: LogEntry) -> bool:
+    def offer(self, entry: LogEntry) -> bool:
         try:
             self._send.send_nowait(entry)
         except trio.WouldBlock:
@@ -34,21 +51,21 @@ class Subscription:
                 agent=entry.agent,
                 event=Lagged(resume_from=entry.seq, oldest_kept=self._log.oldest_seq),
             )
-            self._end()
+            self.end()
             return False
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             return False
         return True
 
-    def _end(self) -> None:
+    def end(self) -> None:
         if not self.closed:
             self.closed = True
             self._send.close()
-            self._log._subs.discard(self)
+            self._log.detach(self)
 
     def close(self) -> None:
         """Stop receiving; entries already buffered can still be read."""
-        self._end()
+        self.end()
 
     @property
     def oldest_kept(self) -> int:
@@ -96,7 +113,8 @@ class EventLog:
         self.buffer = buffer
         self._entries: deque[LogEntry] = deque(maxlen=keep)
         self._next = first_seq
-        self._subs: set[Subscription] = set()
+        # a tuple, rebuilt when subscribers come and go: publish walks it as is
+        self._subs: tuple[Subscriber, ...] = ()
         self.closed = False
 
     @property
@@ -115,12 +133,32 @@ class EventLog:
         entry = LogEntry(seq=self._next, agent=self.agent, event=event, turn=turn)
         self._next += 1
         self._entries.append(entry)
-        for sub in list(self._subs):
-            sub._offer(entry)
+        for sub in self._subs:
+            if not sub.offer(entry):
+                self.detach(sub)
         return entry
 
     def subscribe(self, from_seq: int | None = None) -> Subscription:
         """From ``from_seq`` (kept backlog first), or only new events when None."""
+        sub = Subscription(self, self.backlog(from_seq), self.buffer)
+        if self.closed:
+            sub.end()
+        else:
+            self.attach(sub)
+        return sub
+
+    def attach(self, sub: Subscriber) -> None:
+        """Offer ``sub`` every entry published from now on (see ``backlog``)."""
+        if sub not in self._subs:
+            self._subs = (*self._subs, sub)
+
+    def detach(self, sub: Subscriber) -> None:
+        if sub in self._subs:
+            self._subs = tuple(s for s in self._subs if s is not sub)
+
+    def backlog(self, from_seq: int | None) -> list[LogEntry]:
+        """The kept entries from ``from_seq`` on, a Lagged entry first when
+        some of them are no longer kept; nothing when None."""
         backlog: list[LogEntry] = []
         if from_seq is not None:
             oldest = self.oldest_seq
@@ -133,15 +171,11 @@ class EventLog:
                     )
                 )
             backlog.extend(e for e in self._entries if e.seq >= from_seq)
-        sub = Subscription(self, backlog, self.buffer)
-        if self.closed:
-            sub._end()
-        else:
-            self._subs.add(sub)
-        return sub
+        return backlog
 
     def close(self) -> None:
         """The agent ended: every subscription ends after what it has buffered."""
         self.closed = True
-        for sub in list(self._subs):
-            sub._end()
+        subs, self._subs = self._subs, ()
+        for sub in subs:
+            sub.end()

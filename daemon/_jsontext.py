@@ -71,3 +71,18 @@ def undecodable_field(raw: bytes) -> str | None:
         return None
     found = _first_bad_text(data)
     return found[0] if found is not None and found[0] else None
+
+
+def json_kind(value: object) -> str:
+    """msgspec's name for the JSON type of ``value``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    return "array" if isinstance(value, list) else "object"

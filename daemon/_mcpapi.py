@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from . import params as P
 from . import protocol as p
 from . import results as R
-from .control import _ANSWER_ROOM, _encoder, _scrub
+from ._fanout import _scrub
+from .control import _encoder
 from .logs import redact
 
 if TYPE_CHECKING:
@@ -86,11 +87,10 @@ class DaemonEvents:
             return  # no connection yet: nobody to tell
         line: bytes | None = None
         # the room the connection keeps for answers (as agent subscriptions do)
-        roomy = self.server.client_buffer - _ANSWER_ROOM
         for conn in list(self.server.connections):
             if not conn.daemon_events or conn.closed:
                 continue
-            if conn._out_send.statistics().current_buffer_used >= roomy:
+            if conn.queued >= conn.event_room:
                 conn.daemon_events = False
                 conn.send_bytes(_line(self.seq, {"type": "lagged", "missed_from": self.seq}))
                 continue

@@ -417,9 +417,9 @@ class Api:
         actor = await self._actor(params.agent)
         if params.from_seq is not None and params.from_seq < 1:
             raise p.RpcError(p.INVALID_PARAMS, "from_seq: must be 1 or more")
-        sub = actor.log.subscribe(from_seq=params.from_seq)
-        sid = conn.subscribe(actor.uuid, sub)
-        return {"subscription": sid, "next_seq": actor.log.next_seq}
+        next_seq = actor.log.next_seq
+        from_seq = params.from_seq if params.from_seq is not None else next_seq
+        return {"subscription": conn.subscribe(actor.log, from_seq), "next_seq": next_seq}
 
     async def unsubscribe(self, conn: Connection, params: P.Unsubscribe) -> R.Ok:
         return {"ok": conn.unsubscribe(params.subscription)}

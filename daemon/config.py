@@ -32,10 +32,12 @@ from providers.settings import ProviderSettings, settings_for
 from providers.types import THINKING_LEVELS
 
 from ._contextconfig import ContextConfig, ModelLimitsConfig, apply_limits, context_fault
+from ._jsontext import json_kind as _json_kind
 from ._jsontext import text_fault, undecodable_field
 from ._mcpconfig import McpServerConfig, mcp_servers_one_by_one
 from ._policyconfig import PolicyConfig, policy_fault
 from ._policyconfig import build_permissions as _build_permissions
+from ._streamconfig import StreamConfig
 from .logs import register_secret
 
 __all__ = [
@@ -164,6 +166,7 @@ class Config(_Strict):
     approval_timeout: Positive | None = None  # seconds; null: an approval waits forever
     context: ContextConfig = msgspec.field(default_factory=ContextConfig)
     mcp_servers: dict[str, McpServerConfig] = msgspec.field(default_factory=dict)
+    stream: StreamConfig = msgspec.field(default_factory=StreamConfig)
 
     @property
     def tool_folder_paths(self) -> list[Path]:
@@ -356,21 +359,6 @@ def _known_fields(type_: type[Any], sub: str) -> list[str]:
     return []
 
 
-def _json_kind(value: object) -> str:
-    """msgspec's name for the JSON type of ``value``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "str"
-    return "array" if isinstance(value, list) else "object"
-
-
 # ------------------------------------------------------------------ meaning
 
 
@@ -558,7 +546,6 @@ def model_text(config: Config, text: str | None = None) -> str:
     if level in THINKING_LEVELS:
         return f"{provider}/{pc.default_model}/{level}"
     return text
-
 
 
 def settings_factory(

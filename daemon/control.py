@@ -23,10 +23,10 @@ import msgspec
 import structlog
 import trio
 
-from agents.eventlog import Subscription
-from agents.events import Lagged
+from agents.eventlog import EventLog
 
 from . import protocol as p
+from ._fanout import Forward
 from .logs import redact
 from .params import PARAMS, decode_params, excerpt, lone_surrogate
 
@@ -35,40 +35,6 @@ log = structlog.get_logger("ikigai.control")
 Handler = Callable[["Connection", Any], Awaitable[Any]]
 
 _encoder = msgspec.json.Encoder()
-
-
-class _EventNote(msgspec.Struct):
-    subscription: int
-    agent: str
-    turn: str | None
-    seq: int
-    event: Any
-
-
-def _encode_event(note: _EventNote) -> bytes:
-    """An event as JSON. Should a text in it not be valid Unicode (a lone
-    surrogate from somewhere the daemon took it in unchecked), it goes out with
-    U+FFFD instead: the subscriber keeps every seq, and the daemon lives."""
-    try:
-        return _encoder.encode(note)
-    except UnicodeEncodeError:
-        log.exception(
-            "an event held invalid Unicode; sent with U+FFFD", agent=note.agent, seq=note.seq
-        )
-        return _encoder.encode(_scrub(msgspec.to_builtins(note)))
-
-
-_LONE = re.compile("[\ud800-\udfff]")
-
-
-def _scrub(value: Any) -> Any:
-    if isinstance(value, str):
-        return _LONE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    return value
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -184,8 +150,13 @@ class Connection:
         self.id = next(self._ids)
         self.stream = stream
         self.server = server
-        self._out_send, self._out_recv = trio.open_memory_channel[bytes](server.client_buffer)
-        self.subscriptions: dict[int, tuple[Subscription, trio.CancelScope]] = {}
+        # lines waiting for the writer, which takes them all at once; a client
+        # that lets client_buffer of them pile up is dropped
+        self._out: list[bytes] = []
+        self._wake: trio.Event | None = None  # set by push while the writer waits
+        self._ending = False  # the writer sends what is queued, then ends
+        self.event_room = server.client_buffer - _ANSWER_ROOM
+        self.subscriptions: dict[int, Forward] = {}
         self._sub_ids = itertools.count(1)
         self.nursery: trio.Nursery | None = None
         self.closed = False
@@ -198,17 +169,35 @@ class Connection:
 
     # ------------------------------------------------------------ sending
 
-    def send_bytes(self, data: bytes) -> None:
+    @property
+    def queued(self) -> int:
+        """Lines waiting to be written."""
+        return len(self._out)
+
+    def push(self, data: bytes) -> None:
         """Queue a line; a client too slow to take it is dropped."""
-        if self.closed:
+        if self.closed or self._ending:
             return
-        try:
-            self._out_send.send_nowait(data)
-        except trio.WouldBlock:
+        out = self._out
+        if len(out) >= self.server.client_buffer:
             log.warning("client not reading; dropping it", connection=self.id)
             self.close()
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
+            return
+        out.append(data)
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
+
+    send_bytes = push
+
+    def _end_output(self) -> None:
+        """No more lines: the writer sends what is queued, then ends."""
+        self._ending = True
+        wake = self._wake
+        if wake is not None:
+            self._wake = None
+            wake.set()
 
     def send(self, message: dict[str, Any]) -> None:
         self.send_bytes(_encoder.encode(message) + b"\n")
@@ -261,60 +250,32 @@ class Connection:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self._out_send.close()
+            self._end_output()
             if self.nursery is not None:
                 self.nursery.cancel_scope.cancel()
 
     # ------------------------------------------------------------ subscriptions
 
-    def subscribe(self, agent: str, sub: Subscription) -> int:
+    def subscribe(self, log: EventLog, from_seq: int) -> int:
+        """A new subscription to ``log``'s events from ``from_seq``. It starts
+        once this request's answer is queued (a task started now runs after
+        it), so the answer always comes before the first event."""
         assert self.nursery is not None
         sid = next(self._sub_ids)
-        scope = trio.CancelScope()
-        self.subscriptions[sid] = (sub, scope)
-        self.nursery.start_soon(self._forward, sid, agent, sub, scope)
+        forward = self.subscriptions[sid] = Forward(self, sid, log)
+
+        async def start() -> None:
+            forward.start(from_seq)
+
+        self.nursery.start_soon(start)
         return sid
 
     def unsubscribe(self, sid: int) -> bool:
-        found = self.subscriptions.pop(sid, None)
-        if found is None:
+        forward = self.subscriptions.pop(sid, None)
+        if forward is None:
             return False
-        sub, scope = found
-        sub.close()
-        scope.cancel()
+        forward.cancel()
         return True
-
-    async def _forward(
-        self, sid: int, agent: str, sub: Subscription, scope: trio.CancelScope
-    ) -> None:
-        reason = "agent ended"
-        roomy = self.server.client_buffer - _ANSWER_ROOM
-        with scope:
-            async for entry in sub:
-                event = entry.event
-                if self._out_send.statistics().current_buffer_used >= roomy:
-                    # the client reads slower than the agent talks: end this
-                    # subscription with where to resume, and keep the room
-                    # left for answers, rather than drop the whole connection
-                    event = Lagged(resume_from=entry.seq, oldest_kept=sub.oldest_kept)
-                    sub.close()
-                self.send_bytes(
-                    b'{"jsonrpc":"2.0","method":"agent.event","params":'
-                    + _encode_event(_EventNote(sid, entry.agent, entry.turn, entry.seq, event))
-                    + b"}\n"
-                )
-                if isinstance(event, Lagged) and sub.closed:
-                    reason = "lagged"
-                    break
-            if sid in self.subscriptions:
-                self.subscriptions.pop(sid, None)
-                self.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": p.SUBSCRIPTION_END,
-                        "params": {"subscription": sid, "reason": reason},
-                    }
-                )
 
     # ------------------------------------------------------------ the loops
 
@@ -331,26 +292,25 @@ class Connection:
             finally:
                 for sid in list(self.subscriptions):
                     self.unsubscribe(sid)
-                self._out_send.close()
+                self._end_output()
 
     async def _writer(self) -> None:
         try:
-            async for data in self._out_recv:
-                # everything queued meanwhile goes out in the same write: under
-                # load that is one syscall for many events instead of one each
-                batch = [data]
-                ended = False
-                while len(batch) < 256:
-                    try:
-                        batch.append(self._out_recv.receive_nowait())
-                    except trio.WouldBlock:
-                        break
-                    except trio.EndOfChannel:
-                        ended = True
-                        break
-                await self.stream.send_all(b"".join(batch) if len(batch) > 1 else data)
-                if ended:
-                    break
+            while True:
+                while not self._out:
+                    if self._ending:
+                        return
+                    self._wake = wake = trio.Event()
+                    await wake.wait()
+                interval = self.server.flush_interval
+                if interval > 0:
+                    # stream.flush_interval: fewer, larger writes for clients
+                    # who prefer throughput to the lowest latency
+                    await trio.sleep(interval)
+                # everything queued since the writer last ran goes out in one
+                # write: under load, one syscall for many events
+                batch, self._out = self._out, []
+                await self.stream.send_all(batch[0] if len(batch) == 1 else b"".join(batch))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
@@ -404,7 +364,7 @@ class Connection:
                 {"limit": self.server.max_line},
             ),
         )
-        self._out_send.close()
+        self._end_output()
 
     def _dispatch(self, line: bytes, nursery: trio.Nursery) -> None:
         try:
@@ -533,6 +493,7 @@ class ControlServer:
         max_line: int = p.MAX_LINE,
         client_buffer: int = 4096,
         check_uid: bool = True,
+        flush_interval: float = 0.0,
     ) -> None:
         missing = set(PARAMS) - set(handlers)
         if missing:
@@ -541,6 +502,7 @@ class ControlServer:
         self.max_line = max_line
         self.client_buffer = client_buffer
         self.check_uid = check_uid
+        self.flush_interval = flush_interval  # seconds; config stream.flush_interval
         self.connections: set[Connection] = set()
 
     async def serve(
@@ -557,7 +519,7 @@ class ControlServer:
         """Wait (briefly: call inside a timeout) until every connection has
         written what it was sent, so a stopping daemon's last events arrive."""
         for _ in range(500):
-            if all(c._out_send.statistics().current_buffer_used == 0 for c in self.connections):
+            if all(c.queued == 0 for c in self.connections):
                 break
             await trio.sleep(0.01)
         await trio.sleep(0.05)  # let the writers hand the last lines to the kernel

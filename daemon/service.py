@@ -252,6 +252,8 @@ class Daemon:
         self.sup.config.retry.transient_retries = _transient_retries(config)
         # every actor shares sup.deps: the next tool call is checked by the new rules
         self.sup.deps.permissions = build_permissions(config, sandbox_available=self.sandbox_ok)
+        if self.server is not None:
+            self.server.flush_interval = config.stream.flush_interval
         if self.hub is not None:  # servers added start, removed ones stop, changed ones restart
             self.hub.configure(loaded.mcp)
         if self.info is not None:
@@ -332,7 +334,11 @@ class Daemon:
                     max_line_bytes=config.max_line_bytes,
                 )
                 api = Api(self.sup, catalog, info)
-                self.server = ControlServer(api.handlers(), max_line=config.max_line_bytes)
+                self.server = ControlServer(
+                    api.handlers(),
+                    max_line=config.max_line_bytes,
+                    flush_interval=config.stream.flush_interval,
+                )
                 self.events.server = self.server
                 trio_sock = trio.socket.from_stdlib_socket(listener)
                 await nursery.start(self.server.serve, trio_sock)

@@ -2,7 +2,10 @@
 
 Agents name providers ("anthropic", "deepseek", a custom one); the pool turns
 that name into an HttpProvider with the right settings, and keeps one httpx
-client per provider so connections are reused across agents.
+client (whole calls) and one StreamClient (streamed calls) per provider, sharing
+one TLS context, so connections are reused across agents and wire APIs. Both
+keep alive as many connections as they may open: a busy agent reconnecting
+every turn pays a TLS handshake each time.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import httpx
 
 from providers.base import Provider
 from providers.catalog import Catalog, WireApi, default_catalog
+from providers.h1 import StreamClient
 from providers.registry import make_provider
 from providers.settings import ProviderSettings, settings_for
 
@@ -31,7 +35,10 @@ class ProviderPool:
         self._settings = settings or (lambda name: settings_for(name, catalog=self.catalog))
         self._providers: dict[tuple[str, str], Provider] = {}
         self._clients: dict[str, httpx.AsyncClient] = {}
-        self._limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=100)
+        self._streamers: dict[str, StreamClient] = {}
+        self._limits = httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections
+        )
 
     def api_for(self, provider: str, model: str) -> WireApi:
         # a provider's `api` pin in config lives in the catalog (Catalog.pin_api)
@@ -44,10 +51,15 @@ class ProviderPool:
         if found is None:
             settings = self._settings(provider)
             client = self._clients.get(provider)
-            if client is None:
-                client = self._clients[provider] = httpx.AsyncClient(limits=self._limits)
+            streamer = self._streamers.get(provider)
+            if client is None or streamer is None:
+                ssl_context = httpx.create_ssl_context()
+                client = self._clients[provider] = httpx.AsyncClient(
+                    limits=self._limits, verify=ssl_context
+                )
+                streamer = self._streamers[provider] = StreamClient(ssl_context=ssl_context)
             found = self._providers[key] = make_provider(
-                settings, api=api, client=client, catalog=self.catalog
+                settings, api=api, client=client, streamer=streamer, catalog=self.catalog
             )
         return found
 
@@ -68,5 +80,8 @@ class ProviderPool:
     async def aclose(self) -> None:
         for client in self._clients.values():
             await client.aclose()
+        for streamer in self._streamers.values():
+            await streamer.aclose()
         self._clients.clear()
+        self._streamers.clear()
         self._providers.clear()

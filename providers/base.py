@@ -2,7 +2,8 @@
 
 A Codec turns a Request into HTTP bytes and HTTP bytes into StreamEvents or a
 Response, with no I/O. ``providers.http.HttpProvider`` is the thin shell that
-moves those bytes with httpx.
+moves those bytes: streamed calls over ``providers.h1`` (a lean HTTP/1.1 client
+that pays per read, not per layer), whole calls over httpx.
 """
 
 from __future__ import annotations
@@ -75,7 +76,10 @@ class Provider(Protocol):
         """``async with provider.stream(req) as events: async for ev in events``.
 
         Failures never raise: they arrive as a final ErrorEvent. Leaving the
-        block closes the HTTP response at once (that is how a turn is cancelled).
+        block closes the HTTP response at once (that is how a turn is cancelled);
+        a response read to its end leaves its connection to the next call.
+        The read timeout's deadline encloses the block: after a timeout's
+        ErrorEvent, leave it (a checkpoint in it is cancelled, and absorbed).
         """
         ...
 

@@ -1,4 +1,4 @@
-"""The thin I/O shell: move a Codec's bytes over httpx.
+"""The thin I/O shell: move a Codec's bytes (streamed: providers.h1; whole: httpx).
 
 Every failure becomes data: a streaming call ends with an ErrorEvent, a
 non-streaming call raises ProviderFailure. Nothing here knows a wire format.
@@ -12,13 +12,20 @@ stream as a stream; a JSON body (a proxy or server that ignored ``stream:
 true``) with the codec's ``decode_response``, delivered as the events a stream
 would have sent - or as an error when it is an error object; anything else
 (a captive portal's HTML page...) is an error naming the content type.
+
+Streamed calls go through providers.h1.StreamClient (a lean HTTP/1.1 client
+that pays per read, not per layer); complete and count_tokens stay on httpx.
+A redirect the client did not follow (any 3xx but a same-origin 307/308) ends
+the stream with an invalid_request error naming the new address: API keys do
+not travel to another origin.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urljoin
 
 import httpx
 import msgspec
@@ -26,9 +33,18 @@ import msgspec
 from .accumulate import events_of
 from .base import Codec, HttpRequest, TokenCounter
 from .errors import transport_error
+from .h1 import H1Response, StreamClient, TransportError
 from .secrets import scrub
 from .settings import ProviderSettings
-from .types import ErrorEvent, ProviderError, ProviderFailure, Request, Response, StreamEvent
+from .types import (
+    DoneEvent,
+    ErrorEvent,
+    ProviderError,
+    ProviderFailure,
+    Request,
+    Response,
+    StreamEvent,
+)
 
 
 def _timeout(settings: ProviderSettings) -> httpx.Timeout:
@@ -40,6 +56,20 @@ def _timeout(settings: ProviderSettings) -> httpx.Timeout:
     )
 
 
+def _detail(exc: BaseException) -> str:
+    """The first message down the exception chain: httpcore's trio backend raises
+    ConnectError with no text and keeps the SSL error (a bad certificate...) as a cause."""
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            break
+        text = str(seen)
+        if text and text != type(seen).__name__:
+            return text
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__
+
+
 def _transport_failure(exc: Exception, provider: str, what: str) -> ProviderError:
     if isinstance(exc, httpx.TimeoutException):
         kind = {
@@ -49,8 +79,38 @@ def _transport_failure(exc: Exception, provider: str, what: str) -> ProviderErro
             httpx.PoolTimeout: "waiting for a connection",
         }.get(type(exc), "waiting")
         return transport_error("timeout", f"timed out {kind} ({what})", provider=provider)
-    detail = str(exc) or type(exc).__name__
+    detail = _detail(exc)
     return transport_error("network", f"{type(exc).__name__}: {detail} ({what})", provider=provider)
+
+
+_TIMEOUT_WHAT = {
+    "timeout_connect": "connecting",
+    "timeout_read": "waiting for data",
+    "timeout_write": "sending the request",
+}
+# the httpx exception names these failures carried, kept for people who grep logs
+_NETWORK_NAME = {
+    "connect": "ConnectError",
+    "closed": "ReadError",
+    "protocol": "RemoteProtocolError",
+}
+_ENDS = (DoneEvent, ErrorEvent)
+_ERROR_BODY = 1 << 20  # an error body read to decode it; the rest is left unread
+
+
+def _stream_failure(exc: TransportError, provider: str, what: str) -> ProviderError:
+    if exc.kind == "refused":  # a header from config with CR/LF: no retry can help
+        return ProviderError(
+            category="invalid_request",
+            message=f"{exc.message} ({what}); check extra_headers in config.json",
+            retryable=False,
+            provider=provider,
+        )
+    timeout = _TIMEOUT_WHAT.get(exc.kind)
+    if timeout is not None:
+        return transport_error("timeout", f"timed out {timeout} ({what})", provider=provider)
+    name = _NETWORK_NAME.get(exc.kind, "TransportError")
+    return transport_error("network", f"{name}: {exc.message} ({what})", provider=provider)
 
 
 async def _one(event: StreamEvent) -> AsyncIterator[StreamEvent]:
@@ -85,7 +145,8 @@ def _error_object(body: bytes) -> bool:
 
 
 class HttpProvider:
-    """A Provider made of a Codec and an httpx.AsyncClient (shared or owned)."""
+    """A Provider made of a Codec, an httpx.AsyncClient for whole calls and a
+    StreamClient for streamed ones (each shared, or owned and closed by aclose)."""
 
     def __init__(
         self,
@@ -93,12 +154,19 @@ class HttpProvider:
         settings: ProviderSettings,
         *,
         client: httpx.AsyncClient | None = None,
+        streamer: StreamClient | None = None,
     ) -> None:
         self.codec = codec
         self.settings = settings
         self.name = settings.name
         self._own_client = client is None
-        self._client = client or httpx.AsyncClient(timeout=_timeout(settings))
+        self._own_streamer = streamer is None
+        if client is None or streamer is None:
+            ssl_context = httpx.create_ssl_context()
+            client = client or httpx.AsyncClient(timeout=_timeout(settings), verify=ssl_context)
+            streamer = streamer or StreamClient(ssl_context=ssl_context)
+        self._client = client
+        self._streamer = streamer
 
     def _scrub(self, error: ProviderError) -> ProviderError:
         """Providers quote the key they refused (whole or its start); it must not travel further.
@@ -131,43 +199,71 @@ class HttpProvider:
             return
         what = f"{http_req.method} {http_req.url.split('?', 1)[0]}"
         try:
-            cm = self._client.stream(**self._send_args(http_req))
-            response = await cm.__aenter__()
-        except httpx.HTTPError as exc:
-            yield _one(ErrorEvent(error=self._transport_failure(exc, what)))
-            return
-        try:
-            yield self._events(request, response, what)
-        finally:
-            await cm.__aexit__(None, None, None)
+            async with self._streamer.stream(
+                http_req.method,
+                http_req.url,
+                http_req.headers,
+                http_req.body,
+                connect_timeout=self.settings.connect_timeout,
+                read_timeout=self.settings.read_timeout,
+            ) as response:
+                # the deadline's scope encloses this body: a consumer's exception
+                # (a Cancelled from that scope included) must reach its exit
+                yield self._events(request, response, what)
+                return
+        except TransportError as exc:  # before the head (after it, _events reports)
+            error = self._scrub(_stream_failure(exc, self.name, what))
+        yield _one(ErrorEvent(error=error))
+
+    def _event(self, event: StreamEvent) -> StreamEvent:
+        return (
+            ErrorEvent(error=self._scrub(event.error)) if isinstance(event, ErrorEvent) else event
+        )
+
+    def _redirect(self, response: H1Response) -> ProviderError:
+        location = response.headers.get("location", "")
+        target = urljoin(response.url, location).split("?", 1)[0].split("#", 1)[0]
+        return ProviderError(
+            category="invalid_request",
+            message=(
+                f"HTTP {response.status} redirect to {target}: ikigai does not follow it; "
+                "set base_url to the new address"
+            ),
+            http_status=response.status,
+            retryable=False,
+            provider=self.name,
+        )
 
     async def _events(
-        self, request: Request, response: httpx.Response, what: str
+        self, request: Request, response: H1Response, what: str
     ) -> AsyncIterator[StreamEvent]:
+        ended = False
         try:
             content_type = response.headers.get("content-type", "")
-            if response.status_code >= 400:
-                body = await response.aread()
+            if 300 <= response.status < 400:
+                yield ErrorEvent(error=self._scrub(self._redirect(response)))
+                return
+            if response.status >= 400:
+                body = await response.read(_ERROR_BODY)
                 yield ErrorEvent(
                     error=self._scrub(
-                        self.codec.decode_error(response.status_code, body, response.headers)
+                        self.codec.decode_error(response.status, body, response.headers)
                     )
                 )
                 return
-            chunks = response.aiter_bytes()
             buf = bytearray()
             if "event-stream" in content_type:
                 kind = "stream"
             elif "json" in content_type:
                 kind = "json"
             else:  # no content type, or an unexpected one: the first bytes tell
-                async for chunk in chunks:
+                async for chunk in response:
                     buf += chunk
                     if len(buf) >= _SNIFF_MAX or len(buf.lstrip()) >= _SNIFF:
                         break
                 kind = _kind_of(bytes(buf))
             if kind != "stream":
-                async for chunk in chunks:
+                async for chunk in response:
                     buf += chunk
                     if kind == "other" and len(buf) >= 4 * _SHOWN:
                         break
@@ -179,30 +275,29 @@ class HttpProvider:
                 return
             decoder = self.codec.stream_decoder(request)
             if buf:
-                for event in decoder.feed(bytes(buf)):
-                    yield (
-                        ErrorEvent(error=self._scrub(event.error))
-                        if isinstance(event, ErrorEvent)
-                        else event
-                    )
-            async for chunk in chunks:
-                for event in decoder.feed(chunk):
-                    yield (
-                        ErrorEvent(error=self._scrub(event.error))
-                        if isinstance(event, ErrorEvent)
-                        else event
-                    )
+                events = decoder.feed(bytes(buf))
+                ended = bool(events) and isinstance(events[-1], _ENDS)
+                for event in events:
+                    yield self._event(event)
+            async for chunk in response:
+                events = decoder.feed(chunk)
+                if events:
+                    # checked per read, not per event: an end is a read's last event
+                    ended = isinstance(events[-1], _ENDS)
+                    for event in events:
+                        yield (
+                            ErrorEvent(error=self._scrub(event.error))
+                            if isinstance(event, ErrorEvent)
+                            else event
+                        )
             for event in decoder.close():
-                yield (
-                    ErrorEvent(error=self._scrub(event.error))
-                    if isinstance(event, ErrorEvent)
-                    else event
-                )
-        except httpx.HTTPError as exc:
-            yield ErrorEvent(error=self._transport_failure(exc, what))
+                yield self._event(event)
+        except TransportError as exc:
+            if not ended:  # a cut after the final event leaves a whole answer: one end only
+                yield ErrorEvent(error=self._scrub(_stream_failure(exc, self.name, what)))
 
     def _whole_body(
-        self, request: Request, body: bytes, headers: httpx.Headers
+        self, request: Request, body: bytes, headers: Mapping[str, str]
     ) -> list[StreamEvent]:
         """A 200 whose body is the whole JSON answer: the events a stream would have sent."""
         if _error_object(body):
@@ -267,5 +362,7 @@ class HttpProvider:
         return response.content
 
     async def aclose(self) -> None:
+        if self._own_streamer:
+            await self._streamer.aclose()
         if self._own_client:
             await self._client.aclose()

@@ -8,6 +8,7 @@ import httpx
 
 from .base import Codec
 from .catalog import Catalog, WireApi
+from .h1 import StreamClient
 from .http import HttpProvider
 from .settings import ProviderSettings
 
@@ -37,8 +38,12 @@ def make_provider(
     *,
     api: WireApi | None = None,
     client: httpx.AsyncClient | None = None,
+    streamer: StreamClient | None = None,
     catalog: Catalog | None = None,
 ) -> HttpProvider:
+    """``client`` (whole calls) and ``streamer`` (streamed calls): shared ones,
+    or None for ones the provider owns and closes."""
     if api is not None and api != settings.api:
         settings = settings.with_api(api)
-    return HttpProvider(codec_for(settings, catalog=catalog), settings, client=client)
+    codec = codec_for(settings, catalog=catalog)
+    return HttpProvider(codec, settings, client=client, streamer=streamer)

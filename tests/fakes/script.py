@@ -81,7 +81,18 @@ class Raw:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Fault = HttpError | Disconnect | Stall | NeverAnswer | Malformed | Raw
+@dataclass
+class RawStream:
+    """Send these pre-rendered SSE events whatever the wire, as a chunked body:
+    one HTTP chunk and one socket write per event, as real providers flush."""
+
+    events: list[bytes]
+    status: int = 200
+    content_type: str = "text/event-stream"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+Fault = HttpError | Disconnect | Stall | NeverAnswer | Malformed | Raw | RawStream
 
 
 @dataclass

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import ssl
 import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -27,7 +28,7 @@ import h11
 import trio
 
 from .recorded import RecordedRequest
-from .script import Disconnect, HttpError, Malformed, NeverAnswer, Raw, Reply, Stall
+from .script import Disconnect, HttpError, Malformed, NeverAnswer, Raw, RawStream, Reply, Stall
 from .window import fake_tokens, model_of, requested_output
 from .wire import wire_for
 
@@ -45,8 +46,11 @@ class FakeProvider:
         default: Reply | None = None,
         responder: Responder | None = None,
         windows: dict[str, int] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.requests: list[RecordedRequest] = []
+        # serve HTTPS with this context (tests/fakes/tls.py); base_url names localhost
+        self.ssl_context = ssl_context
         self.default = default
         self.responder = responder
         # model -> context window: such a model's requests are counted and
@@ -59,6 +63,8 @@ class FakeProvider:
 
     @property
     def base_url(self) -> str:
+        if self.ssl_context is not None:
+            return f"https://localhost:{self.port}"
         return f"http://127.0.0.1:{self.port}"
 
     def push(self, *replies: Reply) -> None:
@@ -85,8 +91,12 @@ class FakeProvider:
     async def serve(self, *, task_status: trio.TaskStatus[FakeProvider] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         self.port = listeners[0].socket.getsockname()[1]
+        served: list = listeners
+        if self.ssl_context is not None:
+            # https_compatible: a client may close without close_notify, as real ones do
+            served = [trio.SSLListener(lst, self.ssl_context, https_compatible=True) for lst in listeners]
         task_status.started(self)
-        await trio.serve_listeners(self._connection, listeners)
+        await trio.serve_listeners(self._connection, served)
 
     # ------------------------------------------------------------ connection
 
@@ -159,6 +169,21 @@ class FakeProvider:
         await self._send(stream, conn, h11.Data(data=body))
         await self._send(stream, conn, h11.EndOfMessage())
 
+    async def _raw_stream(self, stream: trio.SocketStream, conn: h11.Connection, fault: RawStream) -> None:
+        """One chunk, one socket write per event. The chunks are framed here, not by
+        h11, so the server thread spends little per event: it sets the pace."""
+        hdrs = [("content-type", fault.content_type), *fault.headers.items()]
+        await self._send(stream, conn, h11.Response(status_code=fault.status, headers=hdrs))
+        if conn.our_state is not h11.SEND_BODY:  # a HEAD request or a status without a body
+            return
+        if conn.their_http_version != b"1.1":  # h11 frames an HTTP/1.0 body by closing
+            for event in fault.events:
+                await self._send(stream, conn, h11.Data(data=event))
+        else:
+            for chunk in [b"%x\r\n%s\r\n" % (len(e), e) for e in fault.events if e]:
+                await stream.send_all(chunk)
+        await self._send(stream, conn, h11.EndOfMessage())  # h11 writes the last chunk
+
     async def _windowed(self, stream: trio.SocketStream, conn: h11.Connection, request: RecordedRequest) -> bool:
         """Count a request to a model with a window; answer it here (True) when
         it is a count or does not fit, as the real API would."""
@@ -203,6 +228,9 @@ class FakeProvider:
             await trio.sleep(reply.delay)
         if isinstance(fault, Raw):
             await self._simple(stream, conn, fault.status, fault.body, fault.content_type, fault.headers)
+            return
+        if isinstance(fault, RawStream):
+            await self._raw_stream(stream, conn, fault)
             return
         wire = wire_for(request.method, request.path)
         if wire is None:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 
 import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from providers.h1 import H1Response, StreamClient, TransportError
 from providers.http import HttpProvider
 from providers.registry import make_provider
 from providers.secrets import REDACTED, _forget_secrets, register_secret, register_secrets, scrub
@@ -267,12 +269,23 @@ async def test_errors_inside_a_200_stream_and_unexpected_bodies_are_scrubbed(fak
 
 async def test_transport_failures_quoting_a_url_with_the_key_are_scrubbed(fake_provider: FakeProvider):
     key = WIRES["generate_content"][4]
+    quoted = f"cannot reach https://proxy.example/v1beta?key={key}&alt=sse"
 
     def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError(f"cannot reach https://proxy.example/v1beta?key={key}&alt=sse", request=request)
+        raise httpx.ConnectError(quoted, request=request)
+
+    class Refusing(StreamClient):
+        """The streamed path's transport fails, quoting the URL with the key."""
+
+        @asynccontextmanager
+        async def stream(self, *args: object, **kwargs: object) -> AsyncIterator[H1Response]:
+            raise TransportError("connect", quoted)
+            yield  # pragma: no cover
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(refuse)) as client:
-        provider = provider_for("generate_content", fake_provider, client=client)
+        name, env, path, _, _ = WIRES["generate_content"]
+        s = settings_for(name, env={env: key}, base_url=fake_provider.base_url + path)
+        provider = make_provider(s, api="generate_content", client=client, streamer=Refusing())
         [event] = await events_of(provider, ask("generate_content"))
         assert isinstance(event, ErrorEvent) and event.error.category == "network"
         assert "proxy.example" in event.error.message and not leaks(repr(event), key)
@@ -282,6 +295,7 @@ async def test_transport_failures_quoting_a_url_with_the_key_are_scrubbed(fake_p
         with pytest.raises(ProviderFailure) as failure:
             await provider.count_tokens(ask("generate_content"))
         assert not leaks(str(failure.value), key)
+        assert not fake_provider.requests  # nothing went round the failing transports
 
 
 async def test_scrub_keeps_the_error_object_when_there_is_nothing_to_scrub(fake_provider: FakeProvider):

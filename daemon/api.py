@@ -188,6 +188,11 @@ class Api:
             raise p.RpcError(p.AGENT_NOT_FOUND, str(e)) from None
 
     async def _actor(self, ref: str) -> Actor:
+        # an exact id wins over every other reading of ``ref`` (AgentsMixin.resolve):
+        # a live agent's id needs no query (scripts prompt by id, in loops)
+        live = self.sup.actor_of(ref.strip().lower())
+        if live is not None:
+            return live
         record = await self._record(ref)
         actor = self.sup.actor_of(record.uuid)
         if actor is None:

@@ -31,7 +31,7 @@ from structlog.typing import EventDict, Processor, WrappedLogger
 # provider shell scrubs its errors with the same values; these names stay
 # here for the daemon's callers.
 from providers.secrets import MIN_SECRET as MIN_SECRET
-from providers.secrets import REDACTED, register_secret, register_secrets
+from providers.secrets import REDACTED, generation, register_secret, register_secrets
 from providers.secrets import _forget_secrets as _forget_secrets
 from providers.secrets import scrub as scrub_secrets
 
@@ -114,7 +114,36 @@ _URL_PASSWORD = re.compile(
 )
 
 
+# a log line's keys and most of its values (ids, states, names) recur: each
+# short text is scrubbed once per generation of registered secrets
+_CACHED_LEN = 200
+_CACHE_SIZE = 4096
+_cache: tuple[object, dict[str, str]] = (None, {})
+
+
 def _scrub(text: str) -> str:
+    if len(text) > _CACHED_LEN:
+        return _scrub_now(text)
+    gen, cache = _cache
+    if gen is not generation():
+        _reset_cache()
+        gen, cache = _cache
+    found = cache.get(text)
+    if found is None:
+        found = _scrub_now(text)
+        if len(cache) >= _CACHE_SIZE:
+            cache.clear()
+        if gen is generation():  # secrets registered meanwhile: not worth keeping
+            cache[text] = found
+    return found
+
+
+def _reset_cache() -> None:
+    global _cache
+    _cache = (generation(), {})
+
+
+def _scrub_now(text: str) -> str:
     text = scrub_secrets(text)
     text = _JWT.sub(
         lambda m: f"{m.group('pre')}{REDACTED}", text
@@ -192,6 +221,18 @@ def _order(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> Event
 
 class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """Opens the log file with mode 0600: prompts and replies end up in it."""
+
+    _last: tuple[logging.LogRecord | None, str] = (None, "")
+
+    def format(self, record: logging.LogRecord) -> str:
+        # shouldRollover formats each record to measure it, then emit formats it
+        # again: once is enough (redaction is most of a line's cost). Both run
+        # under the handler's lock.
+        last, text = self._last
+        if last is not record:
+            text = super().format(record)
+            self._last = (record, text)
+        return text
 
     def _open(self) -> Any:
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

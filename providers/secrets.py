@@ -194,6 +194,12 @@ def register_secret(value: str | None) -> None:
             _current = _with(current.values | {value})
 
 
+def generation() -> object:
+    """Changes (by identity) whenever the registered secrets change: a cache
+    of scrubbed texts is good for one generation."""
+    return _current
+
+
 def register_secrets(values: Iterable[str | None]) -> None:
     for value in values:
         register_secret(value)

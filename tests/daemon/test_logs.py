@@ -283,3 +283,38 @@ def test_redact_survives_cycles_and_bad_reprs():
     assert redact(Bad()) == "<unrepresentable Bad>"
     out = redact(loop)
     assert isinstance(out, list)
+
+
+def test_a_secret_registered_after_a_text_was_logged_is_scrubbed_from_it_next_time(log_dir):
+    # short texts are scrubbed once and remembered: registering a secret must forget them
+    configure_logging(log_dir, foreground=False)
+    log = structlog.get_logger("ikigai.test")
+    for _ in range(3):
+        log.info("using", value=ODD, ref=f"token-{ODD}")
+    register_secret(ODD)
+    log.info("using", value=ODD, ref=f"token-{ODD}")
+    got = lines(log_dir)
+    assert got[0]["value"] == ODD  # no known shape: kept until registered
+    assert got[-1]["value"] == REDACTED and ODD not in json.dumps(got[-1])
+    _forget_secrets()
+    log.info("using", value=ODD)
+    assert lines(log_dir)[-1]["value"] == ODD
+
+
+def test_each_line_is_formatted_once(log_dir, monkeypatch):
+    # the rotating handler formats a record to measure it: the text is reused for the write
+    configure_logging(log_dir, foreground=False)
+    calls = 0
+    real = structlog.stdlib.ProcessorFormatter.format
+
+    def counting(self, record):
+        nonlocal calls
+        calls += 1
+        return real(self, record)
+
+    monkeypatch.setattr(structlog.stdlib.ProcessorFormatter, "format", counting)
+    log = structlog.get_logger("ikigai.test")
+    for i in range(10):
+        log.info("line", i=i)
+    assert calls == 10
+    assert [x["i"] for x in lines(log_dir)] == list(range(10))

@@ -139,6 +139,22 @@ def _id_problem(rid: Any) -> str | None:
 _ANSWER_ROOM = 64
 
 
+async def _send_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to the non-blocking socket ``fd``. The writer task is the
+    socket's only sender: a write that can go at once goes without the two
+    scheduler round trips trio's SocketStream.send_all makes around each send;
+    a full socket is waited on (a checkpoint, so a stalled client never holds
+    the event loop)."""
+    view = memoryview(data)
+    while view:
+        try:
+            sent = os.write(fd, view)
+        except BlockingIOError:
+            await trio.lowlevel.wait_writable(fd)
+            continue
+        view = view[sent:]
+
+
 class Connection:
     """One client: a reader that dispatches each request to its own task, a
     writer that batches what is queued, and the subscriptions it holds, all in
@@ -153,7 +169,7 @@ class Connection:
         # lines waiting for the writer, which takes them all at once; a client
         # that lets client_buffer of them pile up is dropped
         self._out: list[bytes] = []
-        self._wake: trio.Event | None = None  # set by push while the writer waits
+        self._parked: trio.lowlevel.Task | None = None  # the writer, waiting for lines
         self._ending = False  # the writer sends what is queued, then ends
         self.event_room = server.client_buffer - _ANSWER_ROOM
         self.subscriptions: dict[int, Forward] = {}
@@ -184,20 +200,31 @@ class Connection:
             self.close()
             return
         out.append(data)
-        wake = self._wake
-        if wake is not None:
-            self._wake = None
-            wake.set()
+        if self._parked is not None:
+            self._unpark()
 
     send_bytes = push
 
     def _end_output(self) -> None:
         """No more lines: the writer sends what is queued, then ends."""
         self._ending = True
-        wake = self._wake
-        if wake is not None:
-            self._wake = None
-            wake.set()
+        if self._parked is not None:
+            self._unpark()
+
+    def _unpark(self) -> None:
+        task, self._parked = self._parked, None
+        trio.lowlevel.reschedule(task)
+
+    async def _park(self) -> None:
+        """Wait for push or _end_output: what trio.Event does, without an Event
+        and a ParkingLot per wait (this runs once per burst of events)."""
+        self._parked = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self._parked = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
     def send(self, message: dict[str, Any]) -> None:
         self.send_bytes(_encoder.encode(message) + b"\n")
@@ -295,13 +322,13 @@ class Connection:
                 self._end_output()
 
     async def _writer(self) -> None:
+        fd = self.stream.socket.fileno()
         try:
             while True:
                 while not self._out:
                     if self._ending:
                         return
-                    self._wake = wake = trio.Event()
-                    await wake.wait()
+                    await self._park()
                 interval = self.server.flush_interval
                 if interval > 0:
                     # stream.flush_interval: fewer, larger writes for clients
@@ -310,8 +337,8 @@ class Connection:
                 # everything queued since the writer last ran goes out in one
                 # write: under load, one syscall for many events
                 batch, self._out = self._out, []
-                await self.stream.send_all(batch[0] if len(batch) == 1 else b"".join(batch))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+                await _send_all(fd, batch[0] if len(batch) == 1 else b"".join(batch))
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
         finally:
             assert self.nursery is not None

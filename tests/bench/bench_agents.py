@@ -1,10 +1,13 @@
 """Agents and daemon, measured side by side with a floor in the same run.
 
-    .venv/bin/python tests/bench/bench_agents.py [--agents 10000] [--json PATH]
+    .venv/bin/python tests/bench/bench_agents.py [--agents 10000] [--reps 3] [--json PATH]
 
-  actor throughput   events/s from the fake provider through an actor (event
-                     log, store writes) to a subscriber, beside the same stream
-                     read straight from HttpProvider (no actor)
+  actor throughput   text deltas/s from the fake provider through an actor
+                     (event log, store writes) to a subscriber, beside the same
+                     stream read straight from HttpProvider (no actor); the
+                     fake streams chunked, one write per event, back to back
+                     (tests/bench/_loadgen.py); --reps runs each, interleaved,
+                     medians
   idle agent memory  RSS per idle agent (10,000 in the supervisor), beside one
                      bare trio task per agent
   restore            time for a supervisor to restore N running agents, beside
@@ -37,10 +40,10 @@ from agents import AgentConfig, AsyncStore, ProviderPool, Supervisor  # noqa: E4
 from agents.events import TurnEnded  # noqa: E402
 from agents.tools import ToolRegistry  # noqa: E402
 from providers.settings import settings_for  # noqa: E402
-from providers.types import Message, Request, TextBlock  # noqa: E402
+from providers.types import Message, Request, TextBlock, TextDelta  # noqa: E402
 from store import Store  # noqa: E402
-from tests.fakes.script import Reply  # noqa: E402
-from tests.fakes.server import FakeProvider  # noqa: E402
+from tests.bench._loadgen import LoadFake  # noqa: E402
+from tests.bench._measure import ainterleaved, median  # noqa: E402
 
 
 def rss_kb() -> int:
@@ -50,55 +53,75 @@ def rss_kb() -> int:
     return 0
 
 
-def _settings(fake: FakeProvider):
-    return lambda name: settings_for(name, env={"ANTHROPIC_API_KEY": "bench"}, base_url=fake.base_url, read_timeout=60)
+def _settings(fake: LoadFake):
+    return lambda name: settings_for(
+        name, env={"ANTHROPIC_API_KEY": "bench"}, base_url=fake.base_url, read_timeout=60
+    )
 
 
-async def actor_throughput(deltas: int) -> tuple[float, float]:
+# the fake streams its markers for the agent named by this tag (tests/bench/_loadgen.py)
+PROMPT = "[bench:00000] go"
+
+
+async def actor_throughput(deltas: int, reps: int) -> tuple[float, float]:
+    """Text deltas/s through an actor (event log, store writes) to a subscriber,
+    and through HttpProvider.stream alone (the floor): the same chunked stream
+    (one chunk and one write per event, back to back), ``reps`` runs each,
+    interleaved, medians."""
     async with trio.open_nursery() as nursery:
-        fake = FakeProvider(default=Reply(text="x" * deltas, pieces=deltas))
-        await nursery.start(fake.serve)
-        # floor: the provider stream alone
+        fake = await nursery.start(LoadFake("claude-sonnet-4-5").serve)
+        fake.mode, fake.deltas, fake.rate = "chunked", deltas, 0
         pool = ProviderPool(settings=_settings(fake))
         provider = pool.get("anthropic", "claude-sonnet-4-5")
-        req = Request(model="claude-sonnet-4-5", messages=[Message(role="user", content=[TextBlock(text="go")])])
-        best_floor = 0.0
-        for _ in range(3):
+        req = Request(
+            model="claude-sonnet-4-5",
+            messages=[Message(role="user", content=[TextBlock(text=PROMPT)])],
+        )
+
+        async def floor() -> float:
             t0 = time.perf_counter()
             n = 0
             async with provider.stream(req) as events:
-                async for _ev in events:
-                    n += 1
-            best_floor = max(best_floor, n / (time.perf_counter() - t0))
-        # ours: through an actor to a subscriber
+                async for ev in events:
+                    n += isinstance(ev, TextDelta)
+            return n / (time.perf_counter() - t0)
+
         tmp = Path(tempfile.mkdtemp())
         store = Store(f"sqlite:///{tmp / 'b.db'}")
-        sup = await nursery.start(Supervisor(AsyncStore(store), pool, ToolRegistry(), AgentConfig(subscriber_buffer=100_000)).run)
+        sup = await nursery.start(
+            Supervisor(
+                AsyncStore(store), pool, ToolRegistry(), AgentConfig(subscriber_buffer=100_000)
+            ).run
+        )
         rec, _, _ = await sup.create(model="claude-sonnet-4-5", name="bench")
         actor = sup.actors[rec.uuid]
-        best = 0.0
-        for _ in range(3):
+
+        async def ours() -> float:
             sub = actor.log.subscribe(from_seq=actor.log.next_seq)
             t0 = time.perf_counter()
-            turn, _ = await sup.prompt(actor, "go")
+            turn, _ = await sup.prompt(actor, PROMPT)
             n = 0
             async for entry in sub:
-                n += 1
+                n += isinstance(entry.event, TextDelta)
                 if isinstance(entry.event, TurnEnded) and entry.turn == turn:
                     break
-            best = max(best, n / (time.perf_counter() - t0))
             sub.close()
+            return n / (time.perf_counter() - t0)
+
+        runs = await ainterleaved(reps, {"ours": ours, "floor": floor})
         await pool.aclose()
         store.close()
         nursery.cancel_scope.cancel()
-    return best, best_floor
+    return median(runs["ours"]), median(runs["floor"])
 
 
 async def idle_memory_and_restore(count: int) -> dict[str, float]:
     tmp = Path(tempfile.mkdtemp())
     url = f"sqlite:///{tmp / 'many.db'}"
     store = Store(url, sqlite_synchronous="OFF")
-    with store.engine.begin() as conn:  # bulk rows: creating 10,000 one by one is not what is measured
+    with (
+        store.engine.begin() as conn
+    ):  # bulk rows: creating 10,000 one by one is not what is measured
         from datetime import UTC, datetime
 
         from store._ids import uuid7
@@ -108,8 +131,16 @@ async def idle_memory_and_restore(count: int) -> dict[str, float]:
         conn.execute(
             agents.insert(),
             [
-                {"uuid": uuid7(), "name": f"a{i}", "provider": "anthropic", "model": "claude-sonnet-4-5",
-                 "thinking_level": "none", "system_prompt": "", "status": "running", "created_at": now}
+                {
+                    "uuid": uuid7(),
+                    "name": f"a{i}",
+                    "provider": "anthropic",
+                    "model": "claude-sonnet-4-5",
+                    "thinking_level": "none",
+                    "system_prompt": "",
+                    "status": "running",
+                    "created_at": now,
+                }
                 for i in range(count)
             ],
         )
@@ -149,7 +180,12 @@ def daemon_start(db_path: str | None) -> float:
         env["IKIGAI_DB_URL"] = f"sqlite:///{db_path}"
     sock = home / "run" / "ikigai.sock"
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "daemon", "run"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daemon", "run"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         while True:
             s = socket.socket(socket.AF_UNIX)
@@ -175,14 +211,24 @@ def control_latency(subscribers: int, calls: int) -> tuple[list[float], list[flo
     env = {k: v for k, v in os.environ.items() if not k.startswith("IKIGAI_")}
     env["IKIGAI_HOME"] = str(home)
     sock = home / "run" / "ikigai.sock"
-    proc = subprocess.Popen([sys.executable, "-m", "daemon", "run"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daemon", "run"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         while not sock.exists():
             time.sleep(0.01)
         time.sleep(0.2)
 
         def rpc(s, f, method, params=None, rid=1):
-            s.sendall(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}).encode() + b"\n")
+            s.sendall(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
+                ).encode()
+                + b"\n"
+            )
             return json.loads(f.readline())
 
         admin = socket.socket(socket.AF_UNIX)
@@ -258,30 +304,91 @@ def pct(values: list[float], q: float) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--agents", type=int, default=10_000)
     ap.add_argument("--deltas", type=int, default=5_000)
+    ap.add_argument("--reps", type=int, default=3, help="actor throughput runs per contender")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows: list[tuple[str, str, float, float]] = []
 
-    ours, floor = trio.run(actor_throughput, args.deltas)
-    rows.append(("actor -> subscriber", "events/s (floor: provider stream alone)", ours, floor))
+    ours, floor = trio.run(actor_throughput, args.deltas, args.reps)
+    rows.append(
+        (
+            "actor -> subscriber",
+            "text deltas/s, chunked stream (floor: HttpProvider.stream alone)",
+            ours,
+            floor,
+        )
+    )
     mem = trio.run(idle_memory_and_restore, args.agents)
-    rows.append((f"idle agent memory ({args.agents:,})", "KiB per agent (floor: bare trio task)", mem["agent_kb"], mem["bare_task_kb"]))
-    rows.append((f"restore {args.agents:,} agents", "seconds (floor: reading their rows)", mem["restore_s"], mem["read_rows_s"]))
+    rows.append(
+        (
+            f"idle agent memory ({args.agents:,})",
+            "KiB per agent (floor: bare trio task)",
+            mem["agent_kb"],
+            mem["bare_task_kb"],
+        )
+    )
+    rows.append(
+        (
+            f"restore {args.agents:,} agents",
+            "seconds (floor: reading their rows)",
+            mem["restore_s"],
+            mem["read_rows_s"],
+        )
+    )
     full = daemon_start(mem["db"])
     empty = daemon_start(None)
-    rows.append((f"daemon start, {args.agents:,} agents", "seconds to answering (floor: empty db)", full, empty))
+    rows.append(
+        (
+            f"daemon start, {args.agents:,} agents",
+            "seconds to answering (floor: empty db)",
+            full,
+            empty,
+        )
+    )
     lat, echo = control_latency(100, 2000)
-    rows.append(("control round trip p50", "ms, 100 subscribers (floor: bare trio echo)", pct(lat, 0.5) * 1e3, pct(echo, 0.5) * 1e3))
-    rows.append(("control round trip p99", "ms, 100 subscribers (floor: bare trio echo)", pct(lat, 0.99) * 1e3, pct(echo, 0.99) * 1e3))
+    rows.append(
+        (
+            "control round trip p50",
+            "ms, 100 subscribers (floor: bare trio echo)",
+            pct(lat, 0.5) * 1e3,
+            pct(echo, 0.5) * 1e3,
+        )
+    )
+    rows.append(
+        (
+            "control round trip p99",
+            "ms, 100 subscribers (floor: bare trio echo)",
+            pct(lat, 0.99) * 1e3,
+            pct(echo, 0.99) * 1e3,
+        )
+    )
 
     print(f"{'benchmark':<34} {'unit':<44} {'ours':>12} {'comparison':>12} {'ratio':>8}")
     for name, unit, a, b in rows:
-        print(f"{name:<34} {unit:<44} {a:>12,.3f} {b:>12,.3f} {a / b if b else float('nan'):>7.2f}x")
+        print(
+            f"{name:<34} {unit:<44} {a:>12,.3f} {b:>12,.3f} {a / b if b else float('nan'):>7.2f}x"
+        )
     if args.json:
-        args.json.write_text(json.dumps([{"name": n, "unit": u, "ours": a, "comparison": b, "ratio": a / b if b else None} for n, u, a, b in rows], indent=2))
+        args.json.write_text(
+            json.dumps(
+                [
+                    {
+                        "name": n,
+                        "unit": u,
+                        "ours": a,
+                        "comparison": b,
+                        "ratio": a / b if b else None,
+                    }
+                    for n, u, a, b in rows
+                ],
+                indent=2,
+            )
+        )
 
     return 0
 

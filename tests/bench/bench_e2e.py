@@ -1,31 +1,53 @@
-"""End to end through the real ikigaid process: added latency, throughput, memory.
+"""End to end through the real ikigaid process, like for like with a lean-relay floor.
 
-    .venv/bin/python tests/bench/bench_e2e.py [--quick] [--json PATH]
+    .venv/bin/python tests/bench/bench_e2e.py [--quick] [--json PATH] [--profile PATH]
 
-The fake provider and the socket subscribers run in this process; the daemon
-is a separate process (IKIGAI_HOME in a temporary folder, pointed at the fake).
-Every text delta the fake streams is a marker ``|RAAAAIIIII|`` (run, agent,
-index); the fake notes perf_counter_ns() just before it writes the bytes that
-hold a marker, and each subscriber notes it when the ``agent.event`` line
-holding that marker arrives. Same process, same clock.
+Two contenders, each its own process on the same machine, driven by the same
+harness in this process, one after the other, with the same load and the same
+repetitions (interleaved, alternating which goes first; a warm-up run each):
 
-  added latency p50/p99   fake write -> socket subscriber receives, with 1, 100
-                          and 1,000 agents streaming at once (each at a steady
-                          rate), beside the floor: the same streams read
-                          straight from the fake by httpx in this process (no
-                          daemon)
-  lost events             markers sent minus markers received at 1,000 agents
-  throughput              agent.event notifications/s delivered to subscribers
-                          with 1,000 agents streaming as fast as the fake can,
-                          beside the floor's SSE events/s over the same streams
-  CPU per event           the daemon's CPU time (utime+stime, /proc/PID/stat)
-                          per delivered notification, beside this process's
-                          CPU per SSE event in the floor run (fake + httpx)
-  memory                  VmRSS of the idle daemon beside a bare Python with the
-                          same libraries imported; per idle agent (10,000 agents
-                          in a prepared database) beside a bare trio task per
-                          agent; per streaming agent (1,000 streaming vs idle)
-                          beside the per idle agent figure
+  ours    ``python -m daemon run`` (IKIGAI_HOME in a temporary folder)
+  floor   tests/bench/lean_relay.py: trio socket read, incremental chunked
+          parse, our Anthropic decoder, one msgspec encode per event, one
+          Unix-socket send per read (no store, actors or event log; its
+          docstring says what it does and does not do)
+
+Both are pointed at the same fast fake provider (tests/bench/_loadgen.py) in
+this process: real chunked SSE, one chunk and one write per event, each text
+delta a marker ``|RAAAAIIIII|`` (run, agent, index), deltas at a steady rate
+per stream. The fake notes perf_counter_ns() just before the write holding a
+marker; a subscriber (one Unix socket per agent, subscribed to it) notes it
+when the read that completes the ``agent.event`` line holding it returns.
+Same process, same clock.
+
+Loads: 1 agent x 100 deltas/s, 100 agents x 50/s, 1,000 agents x 10/s and
+2,000 agents x 5/s (2 s streams), every agent prompted at once. The 2,000 run
+is beyond the daemon's old 1,000-connection provider pool cap.
+
+  CPU per event          the process's utime+stime (/proc/PID/stat) over the
+                         run / text deltas delivered to subscribers (the same
+                         denominator for both: a contender that sends more
+                         notifications per turn gets no discount for it)
+  added latency p50/p99  fake write -> subscriber receipt; the percentile is
+                         taken per run, and the median of the runs reported
+  delivery of a 2 s      slowest agent: the fake's first write of its reply
+  stream                 -> its last delta received; median of the runs
+  first prompt -> last   every agent prompted at once: the first prompt sent
+  turn ended             -> the last turn_ended received (shows how long a
+                         contender takes to start 1,000 turns); median of runs
+  lost events            markers written - markers received, summed over runs
+  bulk throughput        text deltas/s delivered with 1,000 agents when the
+                         fake sends each whole body in one write
+                         (content-length), first prompt -> last turn ended
+  memory                 VmRSS of the idle daemon beside a bare Python with the
+                         same libraries imported; per idle agent (10,000 agents
+                         in a prepared database) beside a bare trio task per
+                         agent; per streaming agent (the 1,000-agent run's peak
+                         vs idle) beside the per idle agent figure
+
+``--profile PATH``: an extra 100-agent run of the daemon (not counted in the
+figures, since sampling slows it) with ``py-spy record --rate 250 --format
+flamegraph`` attached for its duration; the svg is written to PATH.
 
 Not a test: nothing is asserted; it exits non-zero only if something crashed.
 """
@@ -35,32 +57,28 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import h11  # noqa: E402
-import httpx  # noqa: E402
 import trio  # noqa: E402
 
-from tests.fakes.script import Reply  # noqa: E402
-from tests.fakes.server import FakeProvider  # noqa: E402
+from tests.bench._loadgen import LoadFake, Rpc, RunResult, drive  # noqa: E402
+from tests.bench._measure import median, pct  # noqa: E402
 
-MARK = re.compile(rb"\|(\d{10})\|")
-TAG = re.compile(rb"\[bench:(\d)(\d{4})\]")
 TICK = os.sysconf("SC_CLK_TCK")
 MODEL = "claude-sonnet-4-5"
-
-
-def marker(run: int, agent: int, i: int) -> str:
-    return f"|{run}{agent:04d}{i:05d}|"  # 12 characters: split() cuts exactly between markers
+CAP_NOTE = "; beyond the old 1,000-connection pool cap"
 
 
 # ------------------------------------------------------------------ /proc
@@ -80,77 +98,60 @@ def cpu_seconds(pid: int | str = "self") -> float:
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14, 15)
 
 
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
+# ------------------------------------------------------------------ the contenders
 
 
-# ------------------------------------------------------------------ the fake
+def _clean_env() -> dict[str, str]:
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("IKIGAI_") and not k.endswith("_API_KEY")
+    }
 
 
-class TimedFake(FakeProvider):
-    """The fake provider, noting when it writes each marker."""
+class Contender:
+    """A process speaking the control protocol on a Unix socket."""
+
+    name = ""
 
     def __init__(self) -> None:
-        super().__init__(responder=self._plan)
-        self.writes: dict[bytes, int] = {}
-        self.deltas = 10
-        self.delay = 0.0
-
-    def _plan(self, request: Any) -> Reply | None:
-        m = TAG.search(request.body)
-        if m is None:
-            return None
-        run, agent = int(m.group(1)), int(m.group(2))
-        text = "".join(marker(run, agent, i) for i in range(self.deltas))
-        return Reply(text=text, pieces=self.deltas, delay=self.delay)
-
-    async def _send(self, stream: trio.SocketStream, conn: h11.Connection, event: h11.Event) -> None:
-        data = conn.send(event)
-        if data:
-            if isinstance(event, h11.Data):
-                t = time.perf_counter_ns()
-                for m in MARK.finditer(data):
-                    self.writes[m.group(1)] = t
-            await stream.send_all(data)
-
-
-# ------------------------------------------------------------------ the daemon
-
-
-class Daemon:
-    def __init__(self, fake: TimedFake, db_url: str | None = None) -> None:
         self.home = Path(tempfile.mkdtemp(prefix="ikb-", dir="/tmp"))
         self.sock = self.home / "run" / "ikigai.sock"
-        cfg = {
-            "default_model": MODEL,
-            "providers": {"anthropic": {"base_url": fake.base_url, "read_timeout": 60, "connect_timeout": 30}},
-        }
-        (self.home / "config.json").write_text(json.dumps(cfg))
-        (self.home / "credentials.json").write_text(json.dumps({"anthropic": "sk-ant-bench"}))
-        (self.home / "credentials.json").chmod(0o600)
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("IKIGAI_") and not k.endswith("_API_KEY")}
-        self.env["IKIGAI_HOME"] = str(self.home)
-        if db_url:
-            self.env["IKIGAI_DB_URL"] = db_url
         self.proc: trio.Process | None = None
+        self.log = self.home / "stderr.log"
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def _open_log(self) -> Any:
+        return open(self.log, "wb")  # closed by start() once the child has it
+
+    def env(self) -> dict[str, str]:
+        return _clean_env()
 
     async def start(self) -> None:
-        self.proc = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "daemon", "run"], env=self.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        self.sock.parent.mkdir(parents=True, exist_ok=True)
+        err = self._open_log()
+        try:
+            self.proc = await trio.lowlevel.open_process(
+                self.command(), env=self.env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err
+            )
+        finally:
+            err.close()  # the child has its own copy
         with trio.fail_after(180):
             while True:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"ikigaid exited with {self.proc.returncode} (logs in {self.home}/logs)")
+                    tail = self.log.read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: {tail}")
                 try:
-                    s = await trio.open_unix_socket(str(self.sock))
+                    rpc = await Rpc.connect(self.sock)
                 except OSError:
                     await trio.sleep(0.02)
                     continue
-                c = Conn(s)
-                await c.call("daemon.status")
-                await s.aclose()
+                try:
+                    await rpc.call("daemon.status")
+                finally:
+                    rpc.close()
                 return
 
     @property
@@ -166,186 +167,413 @@ class Daemon:
             if self.proc.poll() is None:
                 self.proc.kill()
                 await self.proc.wait()
-        import shutil
 
+    def complaints(self) -> list[str]:
+        """Warning and error lines the process logged (its stderr, and the daemon's log files)."""
+        found: list[str] = []
+        for path in [self.log, *sorted((self.home / "logs").glob("*"))]:
+            if not path.is_file():
+                continue
+            for line in path.read_text(errors="replace").splitlines():
+                low = line.lower()
+                if any(w in low for w in ("warning", "error", "traceback", "exception")):
+                    found.append(line[:300])
+        return found
+
+    def cleanup(self) -> None:
         shutil.rmtree(self.home, ignore_errors=True)
 
 
-class Conn:
-    """A minimal line-oriented JSON-RPC client (requests answered in order on this connection)."""
+class Daemon(Contender):
+    name = "ikigaid"
 
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
-        self.buf = b""
-        self.ids = 0
+    def __init__(self, base_url: str, db_url: str | None = None) -> None:
+        super().__init__()
+        self.db_url = db_url
+        cfg = {
+            "default_model": MODEL,
+            "providers": {
+                "anthropic": {"base_url": base_url, "read_timeout": 120, "connect_timeout": 60}
+            },
+        }
+        (self.home / "config.json").write_text(json.dumps(cfg))
+        creds = self.home / "credentials.json"
+        creds.write_text(json.dumps({"anthropic": "sk-ant-bench"}))
+        creds.chmod(0o600)
 
-    async def send(self, method: str, **params: Any) -> None:
-        self.ids += 1
-        await self.stream.send_all(json.dumps({"jsonrpc": "2.0", "id": self.ids, "method": method, "params": params}).encode() + b"\n")
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "daemon", "run"]
 
-    async def line(self) -> bytes:
-        while b"\n" not in self.buf:
-            data = await self.stream.receive_some(1 << 16)
-            if not data:
-                raise EOFError("the daemon closed the connection")
-            self.buf += data
-        line, self.buf = self.buf.split(b"\n", 1)
-        return line
-
-    async def answer(self) -> Any:
-        while True:
-            msg = json.loads(await self.line())
-            if "id" in msg:
-                if "error" in msg:
-                    raise RuntimeError(msg["error"])
-                return msg["result"]
-
-    async def call(self, method: str, **params: Any) -> Any:
-        await self.send(method, **params)
-        return await self.answer()
+    def env(self) -> dict[str, str]:
+        env = _clean_env()
+        env["IKIGAI_HOME"] = str(self.home)
+        if self.db_url:
+            env["IKIGAI_DB_URL"] = self.db_url
+        return env
 
 
-# ------------------------------------------------------------------ phases
+class LeanRelay(Contender):
+    name = "lean relay"
+
+    def __init__(self, base_url: str) -> None:
+        super().__init__()
+        self.base_url = base_url
+
+    def command(self) -> list[str]:
+        script = str(Path(__file__).with_name("lean_relay.py"))
+        return [sys.executable, script, "--socket", str(self.sock), "--base-url", self.base_url]
 
 
-class Subscriber:
-    """One socket per agent, subscribed to it; notes the arrival of every marker."""
-
-    def __init__(self, conn: Conn) -> None:
-        self.conn = conn
-        self.arrivals: list[tuple[bytes, int]] = []
-        self.notes = 0
-        self.lagged = 0
-        self.turn_ended = trio.Event()
-
-    async def read(self) -> None:
-        conn = self.conn
-        while True:
-            while b"\n" not in conn.buf:
-                data = await conn.stream.receive_some(1 << 16)
-                if not data:
-                    return
-                conn.buf += data
-            t = time.perf_counter_ns()
-            *lines, conn.buf = conn.buf.split(b"\n")
-            for line in lines:
-                if b'"agent.event"' not in line:
-                    continue
-                self.notes += 1
-                if b'"text_delta"' in line:
-                    for m in MARK.finditer(line):
-                        self.arrivals.append((m.group(1), t))
-                elif b'"turn_ended"' in line:
-                    self.turn_ended.set()
-                elif b'"lagged"' in line:
-                    self.lagged += 1
+# ------------------------------------------------------------------ loads
 
 
-async def create_agents(admin: Conn, start: int, count: int) -> list[str]:
-    """Pipelined agent.create: names b0000..., uuids in order."""
-    uuids: list[str] = []
-    batch = 200
-    for lo in range(start, start + count, batch):
-        hi = min(start + count, lo + batch)
-        for i in range(lo, hi):
-            await admin.send("agent.create", name=f"b{i:04d}", model=MODEL)
-        for _ in range(lo, hi):
-            uuids.append((await admin.answer())["agent"]["uuid"])
-    return uuids
+@dataclass
+class Load:
+    agents: int
+    rate: float  # deltas/s per agent
+    deltas: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.agents:,} agent{'s' if self.agents > 1 else ''} x {self.rate:g}/s"
 
 
-async def through_daemon(
-    daemon: Daemon, fake: TimedFake, uuids: list[str], run: int, deltas: int, delay: float, rss_samples: list[int] | None = None
-) -> dict[str, Any]:
-    """Prompt every agent in ``uuids`` at once and follow them to the end of their turns."""
-    fake.deltas, fake.delay = deltas, delay
-    subs: list[Subscriber] = []
-    async with trio.open_nursery() as nursery:
-        for uuid in uuids:
-            s = await trio.open_unix_socket(str(daemon.sock))
-            conn = Conn(s)
-            await conn.call("agent.subscribe", agent=uuid)
-            sub = Subscriber(conn)
-            subs.append(sub)
-            nursery.start_soon(sub.read)
-        admin = Conn(await trio.open_unix_socket(str(daemon.sock)))
-        cpu0 = cpu_seconds(daemon.pid)
-        t0 = time.perf_counter()
-        for i, uuid in enumerate(uuids):
-            await admin.send("agent.prompt", agent=uuid, text=f"[bench:{run}{i:04d}] stream")
-        for _ in uuids:
-            await admin.answer()
-
-        async def sample() -> None:
-            while rss_samples is not None:
-                rss_samples.append(rss_kib(daemon.pid))
-                await trio.sleep(0.1)
-
-        nursery.start_soon(sample)
-        with trio.fail_after(600):
-            for sub in subs:
-                await sub.turn_ended.wait()
-        elapsed = time.perf_counter() - t0
-        cpu = cpu_seconds(daemon.pid) - cpu0
-        nursery.cancel_scope.cancel()
-    for sub in subs:
-        await sub.conn.stream.aclose()
-    await admin.stream.aclose()
-    lat, seen = [], set()
-    for sub in subs:
-        for key, t in sub.arrivals:
-            if key in seen:
-                continue
-            seen.add(key)
-            lat.append((t - fake.writes[key]) / 1e6)
-    expected = len(uuids) * deltas
+def full_plan() -> dict[str, Any]:
     return {
-        "latency_ms": lat,
-        "lost": expected - len(seen),
-        "lagged": sum(s.lagged for s in subs),
-        "notes": sum(s.notes for s in subs),
-        "elapsed": elapsed,
-        "daemon_cpu": cpu,
+        "loads": [Load(1, 100, 300), Load(100, 50, 100), Load(1000, 10, 20), Load(2000, 5, 10)],
+        "bulk": Load(1000, 0, 40),
+        "reps": 3,
+        "idle_agents": 10_000,
+        "warmup": Load(20, 50, 20),
     }
 
 
-async def direct(fake: TimedFake, agents: int, run: int, deltas: int, delay: float) -> dict[str, Any]:
-    """The floor: the same streams read by httpx straight from the fake, in this process."""
-    fake.deltas, fake.delay = deltas, delay
-    arrivals: list[tuple[bytes, int]] = []
-    events = 0
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(600, connect=60, pool=600)) as client:
+def quick_plan() -> dict[str, Any]:
+    return {
+        "loads": [Load(1, 100, 100), Load(20, 50, 50), Load(100, 10, 10), Load(200, 5, 5)],
+        "bulk": Load(100, 0, 20),
+        "reps": 3,
+        "idle_agents": 1000,
+        "warmup": Load(5, 50, 5),
+    }
 
-        async def one(i: int) -> None:
-            nonlocal events
-            body = json.dumps(
-                {"model": MODEL, "stream": True, "max_tokens": 1024,
-                 "messages": [{"role": "user", "content": f"[bench:{run}{i:04d}] stream"}]}
+
+async def create_agents(sock: Path, count: int) -> list[str]:
+    """Pipelined agent.create: names b0000..., uuids in order."""
+    admin = await Rpc.connect(sock)
+    uuids: list[str] = []
+    try:
+        for lo in range(0, count, 200):
+            hi = min(count, lo + 200)
+            for i in range(lo, hi):
+                await admin.send("agent.create", name=f"b{i:04d}", model=MODEL)
+            for _ in range(lo, hi):
+                uuids.append((await admin.answer())["agent"]["uuid"])
+    finally:
+        admin.close()
+    return uuids
+
+
+def find_py_spy() -> str | None:
+    here = Path(sys.executable).with_name("py-spy")
+    return str(here) if here.exists() else shutil.which("py-spy")
+
+
+class Profiler:
+    """py-spy attached to a process for the length of one run."""
+
+    def __init__(self, exe: str, pid: int, out: Path) -> None:
+        self.cmd = [exe, "record", "--pid", str(pid), "--rate", "250", "--format", "flamegraph"]
+        self.cmd += ["-o", str(out)]
+        self.out = out
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.5)  # attached before the first prompt
+
+    def stop(self) -> str | None:
+        """Stop it (SIGINT makes py-spy write its output); None if it wrote
+        the flame graph, else its stderr."""
+        if self.proc is None:
+            return "py-spy never started"
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            _, err = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        return None if self.out.exists() else err.decode(errors="replace").strip()
+
+
+# ------------------------------------------------------------------ main
+
+
+class Table:
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def row(self, name: str, unit: str, ours: float, comparison: float | None, better: str) -> None:
+        ratio = ours / comparison if comparison else None
+        self.rows.append(
+            {
+                "name": name,
+                "unit": unit,
+                "ours": ours,
+                "comparison": comparison,
+                "ratio": ratio,
+                "better": better,
+            }
+        )
+        comp = "n/a" if comparison is None else f"{comparison:,.3f}"
+        print(f"  {name}: {ours:,.3f} vs {comp} ({unit})", file=sys.stderr, flush=True)
+
+
+def _note(label: str, who: str, r: RunResult) -> None:
+    extra = []
+    if r.lost:
+        extra.append(f"{r.lost} lost")
+    if r.lagged:
+        extra.append(f"{r.lagged} lagged")
+    if r.turn_errors:
+        extra.append(f"{r.turn_errors} turns in error")
+    if r.fake_errors:
+        extra.append(f"fake: {r.fake_errors[:3]}")
+    print(
+        f"    {label:<20} {who:<10} {r.elapsed:6.2f} s  cpu {r.cpu:5.2f} s "
+        f"(harness {r.harness_cpu:5.2f})  {r.concurrent:>5} at once  "
+        f"{r.received:>6}/{r.expected} deltas  {r.notes:>6} notes  "
+        f"p50 {pct(r.latency_ms, 0.5):7.2f} ms  p99 {pct(r.latency_ms, 0.99):8.2f} ms  "
+        f"delivery {r.delivery:5.2f} s  {'  '.join(extra)}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    plan = quick_plan() if args.quick else full_plan()
+    if args.load:
+        plan["loads"] = args.load
+    if args.reps:
+        plan["reps"] = args.reps
+    loads: list[Load] = plan["loads"]
+    reps: int = plan["reps"]
+    most = max(ld.agents for ld in [*loads, plan["bulk"]])
+    table = Table()
+    counter = iter(range(1, 1 << 30))
+
+    async with trio.open_nursery() as nursery:
+        fake = await nursery.start(LoadFake(MODEL).serve)
+        daemon = Daemon(fake.base_url)
+        relay = LeanRelay(fake.base_url)
+        contenders: list[Contender] = [daemon, relay]
+        try:
+            await daemon.start()
+            await relay.start()
+            await trio.sleep(1.0)
+            idle_rss = rss_kib(daemon.pid)
+            table.row(
+                "idle daemon RSS",
+                "MiB (comparison: python + the same imports)",
+                idle_rss / 1024,
+                await bare_python_rss() / 1024,
+                "lower",
             )
-            tail = b""
-            async with client.stream("POST", f"{fake.base_url}/v1/messages", content=body, headers={"content-type": "application/json"}) as r:
-                async for chunk in r.aiter_raw():
-                    t = time.perf_counter_ns()
-                    events += chunk.count(b"\n\n")
-                    data = tail + chunk
-                    for m in MARK.finditer(data):
-                        arrivals.append((m.group(1), t))
-                    tail = data[-16:]
+            uuids = await create_agents(daemon.sock, most)
+            await trio.sleep(1.0)
+            rss_idle_n = rss_kib(daemon.pid)
 
-        cpu0 = cpu_seconds()
-        t0 = time.perf_counter()
-        async with trio.open_nursery() as nursery:
-            for i in range(agents):
-                nursery.start_soon(one, i)
-        elapsed = time.perf_counter() - t0
-        cpu = cpu_seconds() - cpu0
-    lat, seen = [], set()
-    for key, t in arrivals:
-        if key not in seen:
-            seen.add(key)
-            lat.append((t - fake.writes[key]) / 1e6)
-    return {"latency_ms": lat, "lost": agents * deltas - len(seen), "events": events, "elapsed": elapsed, "cpu": cpu}
+            async def one(
+                c: Contender,
+                load: Load,
+                mode: str = "chunked",
+                rss: list[int] | None = None,
+                **kw: Any,
+            ) -> RunResult:
+                async with trio.open_nursery() as inner:
+                    if rss is not None:
+                        inner.start_soon(sample_rss, c.pid, rss)
+                    r = await drive(
+                        c.sock,
+                        c.pid,
+                        fake,
+                        uuids[: load.agents],
+                        next(counter),
+                        deltas=load.deltas,
+                        rate=load.rate,
+                        mode=mode,
+                        cpu_seconds=cpu_seconds,
+                        **kw,
+                    )
+                    inner.cancel_scope.cancel()
+                _note(load.label if mode == "chunked" else f"bulk {load.agents:,}", c.name, r)
+                return r
+
+            async def both(load: Load, mode: str = "chunked") -> dict[str, list[RunResult]]:
+                """reps runs each, interleaved, alternating which contender goes first."""
+                out: dict[str, list[RunResult]] = {c.name: [] for c in contenders}
+                for rep in range(reps):
+                    order = contenders if rep % 2 == 0 else contenders[::-1]
+                    for c in order:
+                        rss = peak if c is daemon and load.agents == streaming_n else None
+                        out[c.name].append(await one(c, load, mode, rss))
+                return out
+
+            for c in contenders:  # warm-up: imports, first connections, caches
+                await one(c, plan["warmup"])
+
+            # memory while streaming: the daemon's RSS sampled over its runs of this load
+            streaming_n = max(ld.agents for ld in loads if ld.agents <= 1000)
+            peak: list[int] = []
+            for load in loads:
+                results = await both(load)
+                report(table, load, results[daemon.name], results[relay.name])
+            streaming_kib = (max(peak) - rss_idle_n) / streaming_n if peak else None
+
+            bulk: Load = plan["bulk"]
+            results = await both(bulk, "bulk")
+            ours, floor = results[daemon.name], results[relay.name]
+            table.row(
+                f"throughput, bulk bodies, {bulk.agents:,} agents",
+                "text deltas/s delivered (comparison: lean relay floor; whole body in one write)",
+                median([r.received / r.elapsed for r in ours]),
+                median([r.received / r.elapsed for r in floor]),
+                "higher",
+            )
+            table.row(
+                f"daemon CPU per event, bulk bodies, {bulk.agents:,} agents",
+                "us CPU per delivered event (comparison: lean relay floor, own process)",
+                median([r.cpu / max(1, r.received) * 1e6 for r in ours]),
+                median([r.cpu / max(1, r.received) * 1e6 for r in floor]),
+                "lower",
+            )
+
+            if args.profile:
+                await profile(args.profile, daemon, loads, one)
+
+            for c in contenders:
+                lines = c.complaints()
+                if lines:
+                    print(
+                        f"  {c.name} logged {len(lines)} warning/error lines, e.g.:",
+                        file=sys.stderr,
+                    )
+                    for line in lines[:5]:
+                        print(f"    {line}", file=sys.stderr)
+        finally:
+            for c in contenders:
+                await c.stop()
+                c.cleanup()
+
+        # ---- per idle agent: a daemon restoring N agents from a prepared database
+        n_idle = plan["idle_agents"]
+        url, tmp = prepared_db(n_idle)
+        big = Daemon(fake.base_url, db_url=url)
+        try:
+            await big.start()
+            await trio.sleep(1.0)
+            many_rss = rss_kib(big.pid)
+        finally:
+            await big.stop()
+            big.cleanup()
+            shutil.rmtree(tmp, ignore_errors=True)
+        per_idle = (many_rss - idle_rss) / n_idle
+        table.row(
+            f"RSS per idle agent ({n_idle:,})",
+            "KiB (comparison: a bare trio task)",
+            per_idle,
+            await bare_task_kib(n_idle),
+            "lower",
+        )
+        if streaming_kib is not None:
+            table.row(
+                f"RSS per streaming agent ({streaming_n:,})",
+                "KiB while streaming (comparison: per idle agent)",
+                streaming_kib,
+                per_idle,
+                "lower",
+            )
+        nursery.cancel_scope.cancel()
+    return table.rows
+
+
+def report(table: Table, load: Load, ours: list[RunResult], floor: list[RunResult]) -> None:
+    label = load.label
+    beyond = CAP_NOTE if load.agents > 1000 else ""
+
+    def med(runs: list[RunResult], f: Callable[[RunResult], float]) -> float:
+        return median([f(r) for r in runs])
+
+    if load.agents >= 100:
+        table.row(
+            f"daemon CPU per event, {label}",
+            "us CPU per delivered event (comparison: lean relay floor, own process)" + beyond,
+            med(ours, lambda r: r.cpu / max(1, r.received) * 1e6),
+            med(floor, lambda r: r.cpu / max(1, r.received) * 1e6),
+            "lower",
+        )
+    for q, name in ((0.5, "p50"), (0.99, "p99")):
+        table.row(
+            f"added latency {name}, {label}",
+            "ms fake write -> subscriber (comparison: lean relay floor)" + beyond,
+            med(ours, lambda r, q=q: pct(r.latency_ms, q)),
+            med(floor, lambda r, q=q: pct(r.latency_ms, q)),
+            "lower",
+        )
+    if load.agents >= 100:
+        seconds = load.deltas / load.rate
+        table.row(
+            f"delivery of a {seconds:g} s stream, {label}",
+            "s, slowest agent: first write -> last delta received "
+            "(comparison: lean relay floor)" + beyond,
+            med(ours, lambda r: r.delivery),
+            med(floor, lambda r: r.delivery),
+            "lower",
+        )
+        table.row(
+            f"first prompt -> last turn ended, {label}",
+            "s, every agent prompted at once (comparison: lean relay floor)" + beyond,
+            med(ours, lambda r: r.elapsed),
+            med(floor, lambda r: r.elapsed),
+            "lower",
+        )
+        total = sum(r.expected for r in ours)
+        table.row(
+            f"lost events, {label}",
+            f"of {total:,} deltas over {len(ours)} runs (comparison: lean relay floor)" + beyond,
+            float(sum(r.lost for r in ours)),
+            float(sum(r.lost for r in floor)),
+            "lower",
+        )
+
+
+async def sample_rss(pid: int, into: list[int]) -> None:
+    while True:
+        into.append(rss_kib(pid))
+        await trio.sleep(0.1)
+
+
+async def profile(out: Path, daemon: Daemon, loads: list[Load], one: Any) -> None:
+    exe = find_py_spy()
+    if exe is None:
+        print(
+            "  --profile: py-spy is not installed (pip install py-spy, or the bench extra);"
+            " no flame graph written",
+            file=sys.stderr,
+        )
+        return
+    load = next((ld for ld in loads if ld.agents == 100), max(loads, key=lambda ld: ld.agents))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    spy = Profiler(exe, daemon.pid, out)
+    try:
+        await one(daemon, load, on_start=spy.start)
+    finally:
+        err = spy.stop()
+    if err is None:
+        print(f"  profile of the daemon under {load.label}: {out}", file=sys.stderr)
+    else:
+        print(f"  --profile: py-spy wrote nothing to {out}: {(err or '')[-500:]}", file=sys.stderr)
 
 
 # ------------------------------------------------------------------ memory
@@ -366,8 +594,16 @@ def prepared_db(count: int) -> tuple[str, Path]:
         conn.execute(
             agents.insert(),
             [
-                {"uuid": uuid7(), "name": f"idle{i}", "provider": "anthropic", "model": MODEL,
-                 "thinking_level": "none", "system_prompt": "", "status": "running", "created_at": now}
+                {
+                    "uuid": uuid7(),
+                    "name": f"idle{i}",
+                    "provider": "anthropic",
+                    "model": MODEL,
+                    "thinking_level": "none",
+                    "system_prompt": "",
+                    "status": "running",
+                    "created_at": now,
+                }
                 for i in range(count)
             ],
         )
@@ -376,8 +612,14 @@ def prepared_db(count: int) -> tuple[str, Path]:
 
 
 async def bare_python_rss() -> int:
-    code = "import sys, trio, httpx, sqlalchemy, msgspec, structlog, alembic; sys.stdout.write('ok\\n'); sys.stdout.flush(); sys.stdin.read()"
-    proc = await trio.lowlevel.open_process([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    code = (
+        "import sys, trio, httpx, sqlalchemy, msgspec, structlog, alembic; "
+        "sys.stdout.write('ok\\n'); sys.stdout.flush(); sys.stdin.read()"
+    )
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stdin is not None
     await proc.stdout.receive_some(10)
     await trio.sleep(0.3)
     rss = rss_kib(proc.pid)
@@ -398,127 +640,45 @@ async def bare_task_kib(count: int) -> float:
     return (after - before) / count
 
 
-async def settled_rss(pid: int) -> int:
-    await trio.sleep(1.0)
-    return rss_kib(pid)
-
-
-# ------------------------------------------------------------------ main
-
-
-async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-
-    def row(name: str, unit: str, ours: float, comparison: float | None, better: str) -> None:
-        ratio = ours / comparison if comparison else None
-        rows.append({"name": name, "unit": unit, "ours": ours, "comparison": comparison, "ratio": ratio, "better": better})
-        print(f"  {name}: {ours:,.3f} {unit} (comparison {comparison if comparison is None else f'{comparison:,.3f}'})", file=sys.stderr)
-
-    counts = args.agents
-    most = max(counts)
-    async with trio.open_nursery() as nursery:
-        fake = TimedFake()
-        await nursery.start(fake.serve)
-
-        # ---- memory of the idle daemon
-        daemon = Daemon(fake)
-        await daemon.start()
-        try:
-            idle_rss = await settled_rss(daemon.pid)
-            row("idle daemon RSS", "MiB (floor: python + the same imports)", idle_rss / 1024, await bare_python_rss() / 1024, "lower")
-
-            admin = Conn(await trio.open_unix_socket(str(daemon.sock)))
-            uuids = await create_agents(admin, 0, most)
-            await admin.stream.aclose()
-            rss_idle_n = await settled_rss(daemon.pid)
-
-            # ---- added latency at 1, 100, 1,000 agents, a steady rate per agent
-            for run_no, n in enumerate(counts, start=1):
-                deltas, delay = args.plan[n]
-                samples: list[int] = []
-                ours = await through_daemon(daemon, fake, uuids[:n], run_no, deltas, delay, samples if n == most else None)
-                floor = await direct(fake, n, run_no + 4, deltas, delay)
-                for q, label in ((0.5, "p50"), (0.99, "p99")):
-                    row(
-                        f"added latency {label}, {n:,} agent{'s' if n > 1 else ''}",
-                        "ms fake write -> subscriber (floor: httpx reads the fake directly)",
-                        pct(ours["latency_ms"], q),
-                        pct(floor["latency_ms"], q),
-                        "lower",
-                    )
-                if n == most:
-                    row(f"lost events, {n:,} agents", f"of {n * deltas:,} text deltas (floor: direct)", ours["lost"] + 0.0, floor["lost"] + 0.0, "lower")
-                    peak = max(samples) if samples else rss_kib(daemon.pid)
-                    streaming_kib = (peak - rss_idle_n) / n
-
-            # ---- throughput at 1,000 agents, as fast as the fake writes
-            tp_deltas = args.tp_deltas
-            ours = await through_daemon(daemon, fake, uuids[:most], 8, tp_deltas, 0.0)
-            floor = await direct(fake, most, 9, tp_deltas, 0.0)
-            row(
-                f"throughput, {most:,} agents",
-                "agent.event notifications/s to subscribers (floor: SSE events/s read directly)",
-                ours["notes"] / ours["elapsed"],
-                floor["events"] / floor["elapsed"],
-                "higher",
-            )
-            row(
-                f"daemon CPU per event, {most:,} agents",
-                "us per notification (floor: fake + httpx reader, us per SSE event)",
-                ours["daemon_cpu"] / ours["notes"] * 1e6,
-                floor["cpu"] / floor["events"] * 1e6,
-                "lower",
-            )
-            if ours["lost"] or ours["lagged"]:
-                print(f"  throughput run: {ours['lost']} markers lost, {ours['lagged']} lagged notices", file=sys.stderr)
-        finally:
-            await daemon.stop()
-
-        # ---- per idle agent: a daemon restoring N agents from a prepared database
-        url, tmp = prepared_db(args.idle_agents)
-        big = Daemon(fake, db_url=url)
-        try:
-            await big.start()
-            many_rss = await settled_rss(big.pid)
-        finally:
-            await big.stop()
-            import shutil
-
-            shutil.rmtree(tmp, ignore_errors=True)
-        per_idle = (many_rss - idle_rss) / args.idle_agents
-        row(f"RSS per idle agent ({args.idle_agents:,})", "KiB (floor: a bare trio task)", per_idle, await bare_task_kib(args.idle_agents), "lower")
-        row(f"RSS per streaming agent ({most:,})", "KiB while streaming (floor: per idle agent)", streaming_kib, per_idle, "lower")
-        nursery.cancel_scope.cancel()
-    return rows
+def parse_load(text: str) -> Load:
+    try:
+        agents, rate, deltas = text.lower().split("x")
+        return Load(int(agents), float(rate), int(deltas))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected AGENTSxRATExDELTAS") from None
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--quick", action="store_true", help="a smoke run: fewer agents and events")
     ap.add_argument("--json", type=Path, help="also write the rows here")
-    ap.add_argument("--rate-100", type=float, default=None, help="deltas/s per agent in the 100-agent latency run (default 50)")
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        metavar="PATH",
+        help="write a py-spy flame graph (svg) of the daemon under the 100-agent load here",
+    )
+    ap.add_argument(
+        "--load",
+        type=parse_load,
+        action="append",
+        metavar="AGENTSxRATExDELTAS",
+        help="run this load instead of the plan's (repeatable), e.g. 1000x10x20",
+    )
+    ap.add_argument("--reps", type=int, help="runs per contender and load (default 3)")
     args = ap.parse_args()
-    if args.quick:
-        args.agents = [1, 20, 100]
-        args.plan = {1: (50, 0.01), 20: (20, 0.02), 100: (10, 0.05)}
-        args.tp_deltas = 10
-        args.idle_agents = 1000
-    else:
-        # (deltas per agent, seconds between deltas): each agent streams at a steady
-        # rate like a model does (100, 50 and 10 deltas/s per agent)
-        args.agents = [1, 100, 1000]
-        args.plan = {1: (300, 0.01), 100: (60, 0.02), 1000: (20, 0.1)}
-        args.tp_deltas = 40
-        args.idle_agents = 10_000
-    if args.rate_100:
-        # deltas/s per agent at 100 agents: 50 by default; 10 measures below saturation
-        args.plan[100] = (max(20, int(args.rate_100 * 2)), 1 / args.rate_100)
+    if args.profile:
+        args.profile = args.profile.resolve()
+    t0 = time.perf_counter()
     rows = trio.run(run, args)
-    print(f"{'benchmark':<42} {'unit':<78} {'ours':>12} {'comparison':>12} {'ratio':>8}")
+    print(f"{'benchmark':<48} {'ours':>12} {'comparison':>12} {'ratio':>8}  unit")
     for r in rows:
         comp = "" if r["comparison"] is None else f"{r['comparison']:,.3f}"
         ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}x"
-        print(f"{r['name']:<42} {r['unit']:<78} {r['ours']:>12,.3f} {comp:>12} {ratio:>8}")
+        print(f"{r['name']:<48} {r['ours']:>12,.3f} {comp:>12} {ratio:>8}  {r['unit']}")
+    print(f"(e2e took {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

@@ -1,22 +1,20 @@
-"""Gemini stream decoding: our adapter beside the official google-genai SDK.
+"""The Gemini stream path against the floor and the official google-genai SDK.
 
-    /work/main/.venv/bin/python tests/bench/bench_google.py [--rounds N] [--json PATH]
+    .venv/bin/python tests/bench/bench_google.py [--reps N] [--text-parts N] [--json PATH]
 
 One long stream in the recorded generateContent shapes (thought summaries,
 thousands of text parts, parallel function calls with thoughtSignatures,
-usageMetadata/modelVersion/responseId on every chunk) is served, byte for byte
-the same, by the fake provider over loopback to
+usageMetadata/modelVersion/responseId on every chunk, CRLF line ends) is
+served by the fake provider over loopback, chunked, one event per write, then
+as one bulk body, and read by
 
-  (a) google-genai's ``models.generate_content_stream`` (every chunk's parts read),
-  (b) our ``HttpProvider.stream`` (every event read),
+  ours   make_provider(...).stream, every event consumed
+  floor  httpx aiter_raw() + SSE split + msgspec decode (tests/bench/_floor.py)
+  SDK    google-genai ``models.generate_content_stream``, every chunk's parts read
 
-and decoded in memory by
-
-  (c) our pure ``GeminiStreamDecoder`` (the bytes fed in 64 KiB pieces),
-  (d) the floor: ``msgspec.json.decode`` of each payload, no SSE, no normalization.
-
-"events" are the stream's SSE payloads (chunks), the same count for every
-row. Each figure is the best of ``--rounds`` runs.
+in equal, interleaved repetitions (medians, CPU of the client thread), and
+decoded in memory, one event at a time, by our pure GeminiStreamDecoder and
+the floor.
 """
 
 from __future__ import annotations
@@ -24,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +30,11 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import msgspec  # noqa: E402
-import trio  # noqa: E402
-
 from providers.google._decode import GeminiStreamDecoder  # noqa: E402
-from providers.http import HttpProvider  # noqa: E402
 from providers.registry import make_provider  # noqa: E402
 from providers.settings import settings_for  # noqa: E402
 from providers.types import Message, Request, TextBlock, ThinkingConfig  # noqa: E402
-from tests.fakes.script import Raw, Reply  # noqa: E402
-from tests.fakes.server import ThreadedFakeProvider  # noqa: E402
+from tests.bench._floor import Case, measure_codec, print_rows  # noqa: E402
 
 MODEL = "gemini-3-pro-preview"
 RESPONSE_ID = "M3iLaY-AI7zTxN8P3Piw4Qg"
@@ -118,19 +111,18 @@ def sse_body(payloads: list[bytes]) -> bytes:
     return b"".join(b"data: " + p + b"\r\n\r\n" for p in payloads)
 
 
-def best(fn: Any, rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+def sse_events(payloads: list[bytes]) -> list[bytes]:
+    return [b"data: " + p + b"\r\n\r\n" for p in payloads]
 
 
-# ------------------------------------------------------------------ contenders
+REQUEST = Request(
+    model=MODEL,
+    messages=[Message(role="user", content=[TextBlock(text="go")])],
+    thinking=ThinkingConfig(level="high"),
+)
 
 
-def sdk_stream(base_url: str, expected: int) -> Any:
+def sdk_stream(base_url: str) -> Callable[[], int]:
     from google import genai
     from google.genai import types
 
@@ -138,127 +130,54 @@ def sdk_stream(base_url: str, expected: int) -> Any:
         api_key="bench-key", http_options=types.HttpOptions(base_url=base_url, api_version="v1beta")
     )
 
-    def run() -> None:
+    def run() -> int:
         chunks = texts = calls = 0
         for chunk in client.models.generate_content_stream(model=MODEL, contents="go"):
             chunks += 1
-            for part in chunk.candidates[0].content.parts or ():
+            for part in chunk.candidates[0].content.parts or ():  # type: ignore[index, union-attr]
                 if part.function_call is not None:
                     calls += len(part.function_call.args or {})
                 elif part.text is not None:
                     texts += len(part.text)
             _ = chunk.usage_metadata
-        assert chunks == expected, (chunks, expected)
+        return chunks
 
     return run
 
 
-def ours_stream(base_url: str) -> Any:
-    settings = settings_for(
-        "google", env={"GEMINI_API_KEY": "bench-key"}, base_url=base_url + "/v1beta"
+def case(text_parts: int, thought_parts: int, calls: int) -> Case:
+    def provider(base_url: str) -> Any:
+        settings = settings_for(
+            "google", env={"GEMINI_API_KEY": "bench-key"}, base_url=base_url + "/v1beta"
+        )
+        return make_provider(settings)
+
+    return Case(
+        label="",
+        events=sse_events(build_payloads(text_parts, thought_parts, calls)),
+        provider=provider,
+        request=REQUEST,
+        decoder=GeminiStreamDecoder,
+        sdk=sdk_stream,
     )
-    request = Request(
-        model=MODEL,
-        messages=[Message(role="user", content=[TextBlock(text="go")])],
-        thinking=ThinkingConfig(level="high"),
-    )
-
-    async def main() -> int:
-        provider: HttpProvider = make_provider(settings)
-        n = 0
-        try:
-            async with provider.stream(request) as events:
-                async for _event in events:
-                    n += 1
-        finally:
-            await provider.aclose()
-        return n
-
-    def run() -> None:
-        n = trio.run(main)
-        assert n > 0
-
-    return run
-
-
-def ours_decoder(body: bytes) -> Any:
-    pieces = [body[i : i + 65536] for i in range(0, len(body), 65536)]
-
-    def run() -> None:
-        dec = GeminiStreamDecoder()
-        n = 0
-        for piece in pieces:
-            n += len(dec.feed(piece))
-        n += len(dec.close())
-        assert n > 0
-
-    return run
-
-
-def floor(payloads: list[bytes]) -> Any:
-    decode = msgspec.json.decode
-
-    def run() -> None:
-        for p in payloads:
-            decode(p)
-
-    return run
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--reps", type=int, default=9, help="repetitions of every contender")
     parser.add_argument("--text-parts", type=int, default=3000)
     parser.add_argument("--thought-parts", type=int, default=400)
     parser.add_argument("--calls", type=int, default=16)
-    parser.add_argument("--json", metavar="PATH", help="also write the figures to this JSON file")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows here")
     args = parser.parse_args()
 
-    payloads = build_payloads(args.text_parts, args.thought_parts, args.calls)
-    body = sse_body(payloads)
-    events = len(payloads)
-    with ThreadedFakeProvider(
-        default=Reply(fault=Raw(body, content_type="text/event-stream"))
-    ) as fake:
-        t_sdk = best(sdk_stream(fake.base_url, events), args.rounds)
-        t_ours = best(ours_stream(fake.base_url), args.rounds)
-    t_dec = best(ours_decoder(body), args.rounds)
-    t_floor = best(floor(payloads), args.rounds)
+    from google import genai
 
-    rows = [
-        ("HTTP stream over loopback (vs google-genai SDK)", events / t_ours, events / t_sdk),
-        ("decoder in memory (vs msgspec floor)", events / t_dec, events / t_floor),
-    ]
-    print(f"stream: {events} chunks, {len(body) / 1e6:.2f} MB, best of {args.rounds} rounds")
-    print(f"{'name':<50} {'events/s ours':>15} {'events/s comparison':>20} {'ratio':>7}")
-    for name, ours, other in rows:
-        print(f"{name:<50} {ours:>15,.0f} {other:>20,.0f} {ours / other:>6.2f}x")
+    c = case(args.text_parts, args.thought_parts, args.calls)
+    rows = measure_codec(c, args.reps, memory_reps=args.reps * 4)
+    print_rows(f"google-genai {genai.__version__}; medians of {args.reps} interleaved reps", rows)
     if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                {
-                    "events": events,
-                    "bytes": len(body),
-                    "rounds": args.rounds,
-                    "seconds": {
-                        "sdk_stream": t_sdk,
-                        "ours_stream": t_ours,
-                        "ours_decoder": t_dec,
-                        "msgspec_floor": t_floor,
-                    },
-                    "rows": [
-                        {
-                            "name": n,
-                            "events_per_s_ours": o,
-                            "events_per_s_comparison": c,
-                            "ratio": o / c,
-                        }
-                        for n, o, c in rows
-                    ],
-                },
-                indent=2,
-            )
-        )
+        Path(args.json).write_text(json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,22 +1,19 @@
-"""Decode throughput of the OpenAI adapters beside the official ``openai`` SDK.
+"""The OpenAI stream paths (Chat Completions, Responses) against the floor and the SDK.
 
-    /work/main/.venv/bin/python tests/bench/bench_openai.py [--rounds N] [--json PATH]
+    .venv/bin/python tests/bench/bench_openai.py [--reps N] [--json PATH]
 
-For each API (Chat Completions, Responses) a long stream in the recorded
-payload shapes (thousands of text deltas, reasoning, a tool call with its
-arguments in pieces, usage) is served as the SAME bytes over loopback by the
-fake provider, and consumed event by event by
+For each API a long stream in the recorded payload shapes (thousands of text
+deltas, reasoning, a tool call with its arguments in pieces, usage) is served
+by the fake provider over loopback, chunked, one event per write (as real
+providers flush), then again as one bulk body, and read by
 
-  (a) the official SDK's streaming client,
-  (b) our HttpProvider.stream (httpx + codec),
+  ours   make_provider(...).stream, every event consumed
+  floor  httpx aiter_raw() + SSE split + msgspec decode (tests/bench/_floor.py)
+  SDK    the official ``openai`` streaming client (chunked only)
 
-and, in memory, by
-
-  (c) our pure stream decoder,
-  (d) the floor: msgspec.json.decode of each payload, nothing else.
-
-Rates are SSE events per second (the same count for every row); the best of
-a few rounds is kept. Not a test: nothing is asserted.
+in interleaved, equal repetitions (medians; CPU of the client thread, the
+server thread not counted), and decoded in memory, fed per event, by our pure
+stream decoder and the floor. Not a test: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -24,22 +21,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
-
-import msgspec
-import trio
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from providers.openai.chat import ChatCodec  # noqa: E402
+from providers.openai.responses import ResponsesCodec  # noqa: E402
 from providers.registry import make_provider  # noqa: E402
-from providers.settings import settings_for  # noqa: E402
-from providers.sse import SSEDecoder  # noqa: E402
+from providers.settings import ProviderSettings, settings_for  # noqa: E402
 from providers.types import Message, Request, TextBlock  # noqa: E402
-from tests.fakes.script import Raw, Reply  # noqa: E402
-from tests.fakes.server import ThreadedFakeProvider  # noqa: E402
+from tests.bench._floor import Case, measure_codec, print_rows  # noqa: E402
 
 TEXT_DELTAS = 1600
 THINKING_DELTAS = 400
@@ -65,7 +59,7 @@ def _sse(obj: dict, event: str | None = None) -> bytes:
     return (f"event: {event}\n".encode() if event else b"") + b"data: " + data + b"\n\n"
 
 
-def chat_stream() -> tuple[bytes, int]:
+def chat_stream() -> list[bytes]:
     """A gpt-4.1-style chunk stream (shapes of tests/fixtures/recorded/openai/openai-text.chunks.txt)."""
     head = {
         "id": "chatcmpl-D8Z5oo6uDh67AD85p73ksdT1KxhE0",
@@ -125,10 +119,10 @@ def chat_stream() -> tuple[bytes, int]:
     }
     parts.append(_sse({**head, "choices": [], "usage": usage, "obfuscation": "h9RiQLL"}))
     parts.append(b"data: [DONE]\n\n")
-    return b"".join(parts), len(parts)
+    return parts
 
 
-def responses_stream() -> tuple[bytes, int]:
+def responses_stream() -> list[bytes]:
     """A gpt-5-style event stream (shapes of openai-reasoning-encrypted-content.1.chunks.txt)."""
     parts: list[bytes] = []
     seq = 0
@@ -278,7 +272,7 @@ def responses_stream() -> tuple[bytes, int]:
         "total_tokens": 5134,
     }
     emit("response.completed", response={**resp, "status": "completed", "usage": usage})
-    return b"".join(parts), len(parts)
+    return parts
 
 
 REQUEST_CHAT = Request(
@@ -289,139 +283,62 @@ REQUEST_RESP = Request(
 )
 
 
-def best(fn: Callable[[], int], rounds: int) -> float:
-    """The shortest time of ``rounds`` runs (fn returns how many items it consumed)."""
-    times = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def sdk_best(base_url: str, api: str, rounds: int) -> float:
-    """Best time of one streamed call through the SDK (one client, reused; first call warms up)."""
-    import openai
-
-    client = openai.OpenAI(base_url=base_url + "/v1", api_key="sk-bench", max_retries=0)
-
-    def once() -> int:
-        if api == "chat":
-            stream = client.chat.completions.create(
-                model="gpt-4.1-nano", messages=[{"role": "user", "content": "hi"}], stream=True
-            )
-        else:
-            stream = client.responses.create(model="gpt-5", input="hi", stream=True)
-        return sum(1 for _event in stream)
-
-    once()
-    t = best(once, rounds)
-    client.close()
-    return t
-
-
-def ours_best(base_url: str, api: str, rounds: int) -> float:
-    """Best time of one streamed call through HttpProvider (one provider, reused; first call warms up)."""
-    settings = settings_for(
+def _settings(api: str, base_url: str = "http://127.0.0.1:9") -> ProviderSettings:
+    return settings_for(
         "openai", env={"OPENAI_API_KEY": "sk-bench"}, base_url=base_url + "/v1", api=api
     )
+
+
+def _sdk(api: str) -> Callable[[str], Callable[[], int]]:
+    def make(base_url: str) -> Callable[[], int]:
+        import openai
+
+        client = openai.OpenAI(base_url=base_url + "/v1", api_key="sk-bench", max_retries=0)
+
+        def once() -> int:
+            if api == "chat":
+                stream: Any = client.chat.completions.create(
+                    model="gpt-4.1-nano", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
+            else:
+                stream = client.responses.create(model="gpt-5", input="hi", stream=True)
+            return sum(1 for _event in stream)
+
+        return once
+
+    return make
+
+
+def case(api: str) -> Case:
+    events = chat_stream() if api == "chat" else responses_stream()
     request = REQUEST_CHAT if api == "chat" else REQUEST_RESP
-
-    async def main() -> float:
-        provider = make_provider(settings)
-
-        async def once() -> int:
-            n = 0
-            async with provider.stream(request) as events:
-                async for _event in events:
-                    n += 1
-            return n
-
-        await once()
-        times = []
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            await once()
-            times.append(time.perf_counter() - t0)
-        await provider.aclose()
-        return min(times)
-
-    return trio.run(main)
-
-
-def decoder_run(body: bytes, api: str) -> int:
-    from providers.openai.chat import ChatCodec
-    from providers.openai.responses import ResponsesCodec
-
-    settings = settings_for("openai", env={"OPENAI_API_KEY": "sk-bench"}, api=api)
-    codec = ChatCodec(settings) if api == "chat" else ResponsesCodec(settings)
-    decoder = codec.stream_decoder(REQUEST_CHAT if api == "chat" else REQUEST_RESP)
-    n = 0
-    for i in range(0, len(body), 16384):  # network-sized reads
-        n += len(decoder.feed(body[i : i + 16384]))
-    return n + len(decoder.close())
-
-
-def floor_run(body: bytes) -> int:
-    decode = msgspec.json.decode
-    n = 0
-    for ev in SSEDecoder().feed(body):
-        if ev.data != "[DONE]":
-            decode(ev.data)
-        n += 1
-    return n
+    codec_type = ChatCodec if api == "chat" else ResponsesCodec
+    return Case(
+        label=f"{api}: ",
+        events=events,
+        provider=lambda base_url: make_provider(_settings(api, base_url)),
+        request=request,
+        decoder=lambda: codec_type(_settings(api)).stream_decoder(request),
+        sdk=_sdk(api),
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", metavar="PATH", help="also write the numbers here")
+    parser.add_argument("--reps", type=int, default=15, help="repetitions of every contender")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows here")
     args = parser.parse_args()
 
-    rows = []
-    for api, (body, count) in (("chat", chat_stream()), ("responses", responses_stream())):
-        with ThreadedFakeProvider(
-            default=Reply(fault=Raw(body, content_type="text/event-stream"))
-        ) as fake:
-            t_sdk = sdk_best(fake.base_url, api, args.rounds)
-            # ours is cheap: more rounds make its best less noisy
-            t_ours = ours_best(fake.base_url, api, args.rounds * 3)
-        t_dec = best(lambda body=body, api=api: decoder_run(body, api), args.rounds * 10)
-        t_floor = best(lambda body=body: floor_run(body), args.rounds * 10)
-        rows.append(
-            {
-                "name": f"{api}: HTTP stream, ours vs openai SDK",
-                "events": count,
-                "bytes": len(body),
-                "ours": count / t_ours,
-                "comparison": count / t_sdk,
-            }
-        )
-        rows.append(
-            {
-                "name": f"{api}: decoder in memory, ours vs msgspec floor",
-                "events": count,
-                "bytes": len(body),
-                "ours": count / t_dec,
-                "comparison": count / t_floor,
-            }
-        )
     import openai
 
-    print(
-        f"openai SDK {openai.__version__}; best of {args.rounds} rounds (SDK) / more for ours; "
-        "rates in SSE events/s"
-    )
-    print(f"{'name':52} {'events':>7} {'ours ev/s':>12} {'other ev/s':>12} {'ratio':>7}")
-    for r in rows:
-        r["ratio"] = r["ours"] / r["comparison"]
-        print(
-            f"{r['name']:52} {r['events']:>7} {r['ours']:>12,.0f} {r['comparison']:>12,.0f} {r['ratio']:>6.2f}x"
-        )
+    rows = []
+    for api in ("chat", "responses"):
+        rows += measure_codec(case(api), args.reps, memory_reps=args.reps * 4)
+    print_rows(f"openai SDK {openai.__version__}; medians of {args.reps} interleaved reps", rows)
     if args.json:
-        Path(args.json).write_text(json.dumps({"sdk": openai.__version__, "rows": rows}, indent=2))
+        Path(args.json).write_text(json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":

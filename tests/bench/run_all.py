@@ -1,6 +1,7 @@
 """Run every benchmark and print one table: benchmark, unit, ours, comparison, ratio.
 
     .venv/bin/python tests/bench/run_all.py [--quick] [--only store,ikictl] [--out PATH] [--markdown]
+                                            [--report] [--report-only] [--profile [PATH]]
 
 (``scripts/bench`` sets up the virtualenv with the official SDKs and a
 throwaway PostgreSQL server, then calls this.)
@@ -11,6 +12,12 @@ other (they measure; they must not share the CPU). Scripts that take
 (bench_store.py, bench_ikictl.py) the table is parsed. The merged rows go to
 one JSON file (default: bench-results.json at the repository root) with the
 date, the git commit and the machine, so runs can be compared across commits.
+
+After a run of every benchmark (or with ``--report``) tests/bench/report.py
+writes docs/benchmarks.md and the README's benchmark section from that file;
+``--report-only`` does only that, from an existing file. ``--profile PATH``
+asks bench_e2e.py for a py-spy flame graph of the daemon under the 100-agent
+load.
 
 The exit status is non-zero only when a benchmark crashed (non-zero exit,
 time limit, or no rows); a slow figure is never a failure.
@@ -39,10 +46,24 @@ Row = dict[str, Any]
 
 # name -> (arguments for a full run, arguments for --quick); the order is the run order
 PLAN: dict[str, tuple[list[str], list[str]]] = {
-    "openai": ([], ["--rounds", "1"]),
-    "anthropic": (["--rounds", "5"], ["--rounds", "1", "--text-deltas", "1000"]),
-    "google": (["--rounds", "3"], ["--rounds", "1", "--text-parts", "1000", "--thought-parts", "100"]),
-    "store": ([], ["--appends", "100", "--history", "2000", "--depth", "10", "--chain-rows", "500", "--forks", "5"]),
+    "openai": ([], ["--reps", "3"]),
+    "anthropic": ([], ["--reps", "3", "--text-deltas", "1000"]),
+    "google": ([], ["--reps", "3", "--text-parts", "1000", "--thought-parts", "100"]),
+    "store": (
+        [],
+        [
+            "--appends",
+            "100",
+            "--history",
+            "2000",
+            "--depth",
+            "10",
+            "--chain-rows",
+            "500",
+            "--forks",
+            "5",
+        ],
+    ),
     "ikictl": (["--runs", "30"], ["--runs", "5"]),
     "agents": ([], ["--agents", "1000", "--deltas", "1000"]),
     "compaction": ([], ["--rounds", "3", "--checks", "50"]),
@@ -59,41 +80,34 @@ TIME_LIMIT = {"full": 600, "quick": 240}
 # ------------------------------------------------------------------ adapters: a script's output -> rows
 
 
-def _row(name: str, unit: str, ours: float, comparison: float | None, ratio: float | None = None) -> Row:
+def _row(
+    name: str, unit: str, ours: float, comparison: float | None, ratio: float | None = None
+) -> Row:
     if ratio is None and comparison:
         ratio = ours / comparison
     return {"name": name, "unit": unit, "ours": ours, "comparison": comparison, "ratio": ratio}
 
 
-def from_openai(data: dict, _: str) -> list[Row]:
-    unit = "SSE events/s (comparison: official SDK / msgspec floor)"
-    return [_row(f"openai {r['name']}", unit, r["ours"], r["comparison"], r["ratio"]) for r in data["rows"]]
-
-
-def from_anthropic(data: dict, _: str) -> list[Row]:
-    unit = "SSE events/s (comparison: official SDK / msgspec floor)"
-    return [
-        _row(f"anthropic {r['name']}", unit, r["events_per_s_ours"], r["events_per_s_comparison"], r["ratio"])
-        for r in data["results"]
-    ]
-
-
-def from_google(data: dict, _: str) -> list[Row]:
-    unit = "SSE events/s (comparison: google-genai SDK / msgspec floor)"
-    return [
-        _row(f"google {r['name']}", unit, r["events_per_s_ours"], r["events_per_s_comparison"], r["ratio"])
-        for r in data["rows"]
-    ]
-
-
 def from_rows(prefix: str) -> Callable[[Any, str], list[Row]]:
+    """Rows a script wrote as JSON (name, unit, ours, comparison, ratio); any
+    further field (events, repetitions...) is kept in the results file."""
+
     def adapt(data: list[dict], _: str) -> list[Row]:
-        return [_row(f"{prefix}{r['name']}", r["unit"], r["ours"], r["comparison"], r.get("ratio")) for r in data]
+        rows = []
+        for r in data:
+            row = _row(
+                f"{prefix}{r['name']}", r["unit"], r["ours"], r["comparison"], r.get("ratio")
+            )
+            row.update({k: v for k, v in r.items() if k not in row})
+            rows.append(row)
+        return rows
 
     return adapt
 
 
-_STORE_LINE = re.compile(r"^(?P<engine>\S+)\s+(?P<what>.+?)\s+(?P<ours>[\d.]+)\s+(?P<theirs>[\d.]+)\s+(?P<ratio>[\d.]+)x$")
+_STORE_LINE = re.compile(
+    r"^(?P<engine>\S+)\s+(?P<what>.+?)\s+(?P<ours>[\d.]+)\s+(?P<theirs>[\d.]+)\s+(?P<ratio>[\d.]+)x$"
+)
 _STORE_COMPARED = {
     "append": "a bare SQL INSERT + COMMIT loop",
     "append_many": "a bare executemany",
@@ -116,13 +130,21 @@ def from_store_table(_: None, stdout: str) -> list[Row]:
         if what.startswith("same,"):  # "same, first call after restart, ms": the chain row again
             what = "replay 50-deep chain" + what[len("same") :]
         measure, _, unit = what.rpartition(", ")
-        key = "chain" if "chain" in measure else "fork" if measure.startswith("fork") else measure.split()[0]
+        key = (
+            "chain"
+            if "chain" in measure
+            else "fork"
+            if measure.startswith("fork")
+            else measure.split()[0]
+        )
         unit = f"{unit} (comparison: {_STORE_COMPARED.get(key, 'see bench_store.py')})"
         rows.append(_row(f"store {engine}: {measure}", unit, float(m["ours"]), float(m["theirs"])))
     return rows
 
 
-_IKICTL_LINE = re.compile(r"^(?P<name>.+?)\s+(?P<med>[\d.]+)ms\s+(?P<p90>[\d.]+)ms(?:\s+(?P<ratio>[\d.]+)x)?$")
+_IKICTL_LINE = re.compile(
+    r"^(?P<name>.+?)\s+(?P<med>[\d.]+)ms\s+(?P<p90>[\d.]+)ms(?:\s+(?P<ratio>[\d.]+)x)?$"
+)
 
 
 def from_ikictl_table(_: None, stdout: str) -> list[Row]:
@@ -137,12 +159,33 @@ def from_ikictl_table(_: None, stdout: str) -> list[Row]:
         if m["ratio"] is None:  # the in-process round trip: no process start to compare with
             rows.append(_row(f"ikictl: {name}, median", "ms", float(m["med"]), None))
         else:
-            rows.append(_row(f"ikictl: {name}, median", "ms wall, whole process (comparison: python -c pass)", float(m["med"]), base))
-            rows.append(_row(f"ikictl: {name}, p90", "ms wall, whole process (comparison: python -c pass)", float(m["p90"]), base))
+            rows.append(
+                _row(
+                    f"ikictl: {name}, median",
+                    "ms wall, whole process (comparison: python -c pass)",
+                    float(m["med"]),
+                    base,
+                )
+            )
+            rows.append(
+                _row(
+                    f"ikictl: {name}, p90",
+                    "ms wall, whole process (comparison: python -c pass)",
+                    float(m["p90"]),
+                    base,
+                )
+            )
     return rows
 
 
-_COMPACTION_FIELDS = ("summary_calls", "tokens_in", "tokens_before", "tokens_after", "messages", "same_requests")
+_COMPACTION_FIELDS = (
+    "summary_calls",
+    "tokens_in",
+    "tokens_before",
+    "tokens_after",
+    "messages",
+    "same_requests",
+)
 
 
 def from_compaction(data: list[dict], _: str) -> list[Row]:
@@ -150,7 +193,9 @@ def from_compaction(data: list[dict], _: str) -> list[Row]:
     calls, tokens in, tokens before/after...) as extra fields in the results file."""
     rows: list[Row] = []
     for r in data:
-        row = _row(f"compaction: {r['name']}", r["unit"], r["ours"], r["comparison"], r.get("ratio"))
+        row = _row(
+            f"compaction: {r['name']}", r["unit"], r["ours"], r["comparison"], r.get("ratio")
+        )
         row.update({k: r[k] for k in _COMPACTION_FIELDS if k in r})
         rows.append(row)
     return rows
@@ -158,9 +203,9 @@ def from_compaction(data: list[dict], _: str) -> list[Row]:
 
 # name -> (takes --json?, adapter)
 ADAPTERS: dict[str, tuple[bool, Callable[[Any, str], list[Row]]]] = {
-    "openai": (True, from_openai),
-    "anthropic": (True, from_anthropic),
-    "google": (True, from_google),
+    "openai": (True, from_rows("openai ")),  # its rows are "chat: ..." and "responses: ..."
+    "anthropic": (True, from_rows("anthropic: ")),
+    "google": (True, from_rows("google: ")),
     "store": (False, from_store_table),
     "ikictl": (False, from_ikictl_table),
     "agents": (True, from_rows("agents: ")),
@@ -179,29 +224,37 @@ def discover() -> list[str]:
     return sorted(found, key=lambda n: (order.index(n) if n in order else len(order), n))
 
 
-def run_one(name: str, quick: bool) -> tuple[list[Row], dict[str, Any]]:
+def run_one(
+    name: str, quick: bool, extra: list[str] | None = None
+) -> tuple[list[Row], dict[str, Any]]:
     script = BENCH / f"bench_{name}.py"
     full, fast = PLAN.get(name, ([], []))
-    args = fast if quick else full
+    args = [*(fast if quick else full), *(extra or [])]
     takes_json, adapt = ADAPTERS.get(name, (True, from_rows(f"{name}: ")))
     with tempfile.TemporaryDirectory(prefix="ikbench-") as tmp:
         out = Path(tmp) / "rows.json"
         argv = [sys.executable, str(script), *args, *(["--json", str(out)] if takes_json else [])]
         limit = TIME_LIMIT["quick" if quick else "full"]
-        print(f"== {name}: {' '.join(shlex.quote(a) for a in argv[1:])}", file=sys.stderr, flush=True)
+        print(
+            f"== {name}: {' '.join(shlex.quote(a) for a in argv[1:])}", file=sys.stderr, flush=True
+        )
         t0 = time.perf_counter()
         info: dict[str, Any] = {"argv": argv[1:], "ok": False}
         try:
             proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=limit)
         except subprocess.TimeoutExpired as e:
             info.update(seconds=time.perf_counter() - t0, error=f"no result within {limit} s")
-            sys.stderr.write((e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""))
+            sys.stderr.write(
+                (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            )
             return [], info
         info["seconds"] = round(time.perf_counter() - t0, 1)
         sys.stderr.write(proc.stdout)
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr[-4000:])
-            info["error"] = f"exited with {proc.returncode}: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ''}"
+            info["error"] = (
+                f"exited with {proc.returncode}: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ''}"
+            )
             return [], info
         try:
             data = json.loads(out.read_text()) if takes_json else None
@@ -246,8 +299,12 @@ def machine() -> dict[str, Any]:
 
 def git_commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -268,7 +325,13 @@ def fmt(x: float | None) -> str:
 def table(rows: list[Row], markdown: bool = False) -> str:
     head = ("benchmark", "unit", "ours", "comparison", "ratio")
     body = [
-        (r["name"], r["unit"], fmt(r["ours"]), fmt(r["comparison"]), "-" if r["ratio"] is None else f"{r['ratio']:.2f}x")
+        (
+            r["name"],
+            r["unit"],
+            fmt(r["ours"]),
+            fmt(r["comparison"]),
+            "-" if r["ratio"] is None else f"{r['ratio']:.2f}x",
+        )
         for r in rows
     ]
     if markdown:
@@ -276,18 +339,65 @@ def table(rows: list[Row], markdown: bool = False) -> str:
         lines += ["| " + " | ".join(b) + " |" for b in body]
         return "\n".join(lines)
     w = [max(len(x[i]) for x in [head, *body]) for i in range(5)]
-    out = [f"{head[0]:<{w[0]}}  {head[1]:<{w[1]}}  {head[2]:>{w[2]}}  {head[3]:>{w[3]}}  {head[4]:>{w[4]}}"]
-    out += [f"{b[0]:<{w[0]}}  {b[1]:<{w[1]}}  {b[2]:>{w[2]}}  {b[3]:>{w[3]}}  {b[4]:>{w[4]}}" for b in body]
+    out = [
+        f"{head[0]:<{w[0]}}  {head[1]:<{w[1]}}  {head[2]:>{w[2]}}  {head[3]:>{w[3]}}  {head[4]:>{w[4]}}"
+    ]
+    out += [
+        f"{b[0]:<{w[0]}}  {b[1]:<{w[1]}}  {b[2]:>{w[2]}}  {b[3]:>{w[3]}}  {b[4]:>{w[4]}}"
+        for b in body
+    ]
     return "\n".join(out)
 
 
+def write_report(path: Path) -> int:
+    """docs/benchmarks.md and the README section from the results file (tests/bench/report.py)."""
+    sys.path.insert(0, str(BENCH))
+    import report
+
+    try:
+        written = report.write(path)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"the report was not written: {e}", file=sys.stderr)
+        return 1
+    print("wrote " + ", ".join(str(p.relative_to(ROOT)) for p in written))
+    return 0
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="a smoke run: fewer rounds, agents and rows")
-    ap.add_argument("--only", help="comma-separated benchmarks (" + ", ".join([*PLAN, *ALIASES]) + ")")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench-results.json", help="the JSON results file")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="a smoke run: fewer rounds, agents and rows"
+    )
+    ap.add_argument(
+        "--only", help="comma-separated benchmarks (" + ", ".join([*PLAN, *ALIASES]) + ")"
+    )
+    ap.add_argument(
+        "--out", type=Path, default=ROOT / "bench-results.json", help="the JSON results file"
+    )
     ap.add_argument("--markdown", action="store_true", help="print the final table as Markdown")
+    ap.add_argument(
+        "--report",
+        action="store_true",
+        help="write docs/benchmarks.md and the README section even after --only",
+    )
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: write the docs and README section from --out",
+    )
+    ap.add_argument(
+        "--profile",
+        nargs="?",
+        const=ROOT / "bench-profile.svg",
+        type=Path,
+        metavar="PATH",
+        help="bench_e2e.py writes a py-spy flame graph of the daemon under the 100-agent load here (default bench-profile.svg)",
+    )
     args = ap.parse_args()
+    if args.report_only:
+        return write_report(args.out)
 
     names = discover()
     if args.only:
@@ -304,8 +414,18 @@ def main() -> int:
     t0 = time.perf_counter()
     rows: list[Row] = []
     scripts: dict[str, Any] = {}
+    if args.profile is not None and "e2e" not in names:
+        print(
+            "--profile: the flame graph comes from bench_e2e.py, which this run leaves out",
+            file=sys.stderr,
+        )
     for name in names:
-        got, info = run_one(name, args.quick)
+        extra = (
+            ["--profile", str(args.profile.resolve())]
+            if name == "e2e" and args.profile is not None
+            else []
+        )
+        got, info = run_one(name, args.quick, extra)
         rows += got
         scripts[name] = info
     crashed = [n for n, i in scripts.items() if not i["ok"]]
@@ -322,11 +442,15 @@ def main() -> int:
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print()
-    print(f"ikigai benchmarks, {started:%Y-%m-%d %H:%M} UTC, commit {result['commit']}, "
-          f"{result['machine']['cpu']} x{result['machine']['cores']}, Python {result['machine']['python']}"
-          f"{' (quick)' if args.quick else ''}; {result['seconds']:.0f} s")
+    print(
+        f"ikigai benchmarks, {started:%Y-%m-%d %H:%M} UTC, commit {result['commit']}, "
+        f"{result['machine']['cpu']} x{result['machine']['cores']}, Python {result['machine']['python']}"
+        f"{' (quick)' if args.quick else ''}; {result['seconds']:.0f} s"
+    )
     print(table(rows, markdown=args.markdown))
     print(f"\nresults: {args.out}")
+    if not args.only or args.report:
+        write_report(args.out)
     if crashed:
         for n in crashed:
             print(f"CRASHED: {n}: {scripts[n].get('error')}", file=sys.stderr)

@@ -161,8 +161,18 @@ def _keep_name(m: re.Match[str]) -> str:
     return f"{m.group('name')}{m.group('sep')}{REDACTED}"
 
 
+_SENSITIVE_SEEN: dict[str, bool] = {}  # field names recur on every line
+
+
 def _is_sensitive(name: object) -> bool:
-    return isinstance(name, str) and _SENSITIVE_NAME.search(name) is not None
+    if not isinstance(name, str):
+        return False
+    found = _SENSITIVE_SEEN.get(name)
+    if found is None:
+        found = _SENSITIVE_NAME.search(name) is not None
+        if len(_SENSITIVE_SEEN) < _CACHE_SIZE and len(name) <= _CACHED_LEN:
+            _SENSITIVE_SEEN[name] = found
+    return found
 
 
 def redact(obj: Any) -> Any:
@@ -191,7 +201,13 @@ def _redact(obj: Any, sensitive: bool, depth: int) -> Any:
         out: dict[Any, Any] = {}
         for k, v in obj.items():
             key = _scrub(k) if isinstance(k, str) else k
-            out[key] = _redact(v, sensitive or _is_sensitive(k), depth + 1)
+            hidden = sensitive or _is_sensitive(k)
+            if v is None or type(v) is int or type(v) is float or type(v) is bool:
+                out[key] = v  # the common fields of a log line, without a call each
+            elif type(v) is str and not hidden:
+                out[key] = _scrub(v)
+            else:
+                out[key] = _redact(v, hidden, depth + 1)
         return out
     if isinstance(obj, list | tuple | set | frozenset):
         items = [_redact(v, sensitive, depth + 1) for v in obj]

@@ -7,11 +7,15 @@ a crash of the daemon.
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import queue
 import secrets
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+import outcome
 import trio
 
 from providers.types import Message, Response
@@ -55,6 +59,75 @@ def short_refs(wanted: Iterable[str], records: Iterable[AgentRecord]) -> dict[st
     return out
 
 
+class Workers:
+    """Threads that run store calls for trio tasks, at most ``limit`` at once.
+
+    What trio.to_thread.run_sync does, for a fraction of its CPU: a call is a
+    queue put, and a worker that finds more calls queued runs them without
+    sleeping, so under load calls take no thread wake-up, limiter or
+    thread-cache hand-off each. A worker left idle for ``idle`` seconds exits.
+    Like run_sync, a call is not abandoned when its task is cancelled: the
+    task waits for the result (a store call is committed when it returns)."""
+
+    def __init__(self, limit: int, *, idle: float = 10.0) -> None:
+        if limit < 1:
+            raise ValueError(f"store worker threads must be at least 1, not {limit}")
+        self._limit = limit
+        self._idle_timeout = idle
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0  # workers waiting for a job
+        self._queued = 0  # jobs no worker has taken yet
+
+    @property
+    def threads(self) -> int:
+        """Worker threads alive now (busy or idle)."""
+        with self._lock:
+            return self._threads
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        """``fn()`` in a worker thread; its result, or its exception raised here."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        task = trio.lowlevel.current_task()
+        token = trio.lowlevel.current_trio_token()
+        ctx = contextvars.copy_context()
+
+        def job() -> None:
+            result = outcome.capture(ctx.run, fn)
+            token.run_sync_soon(trio.lowlevel.reschedule, task, result)
+
+        with self._lock:
+            # counted and queued under the lock: a worker that saw no job and
+            # is exiting checks the count under it first
+            self._jobs.put(job)
+            self._queued += 1
+            if self._queued > self._idle and self._threads < self._limit:
+                self._threads += 1
+                threading.Thread(target=self._work, name="ikigai-store", daemon=True).start()
+        return await trio.lowlevel.wait_task_rescheduled(  # type: ignore[no-any-return]
+            lambda _: trio.lowlevel.Abort.FAILED
+        )
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            try:
+                job = self._jobs.get(timeout=self._idle_timeout)
+            except queue.Empty:
+                with self._lock:
+                    self._idle -= 1
+                    if self._queued == 0:
+                        self._threads -= 1
+                        return
+                continue
+            with self._lock:
+                self._idle -= 1
+                self._queued -= 1
+            job()
+
+
 class AsyncStore:
     """The synchronous Store seen from trio: each call runs in a worker thread
     (at most ``threads`` at once) and returns once its transaction is
@@ -62,13 +135,11 @@ class AsyncStore:
 
     def __init__(self, store: Store, *, threads: int = 8) -> None:
         self.store = store
-        self._limiter = trio.CapacityLimiter(threads)
+        self._workers = Workers(threads)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Any Store method, in a worker thread (for reads this facade does not wrap)."""
-        return await trio.to_thread.run_sync(
-            functools.partial(fn, *args, **kwargs), limiter=self._limiter
-        )
+        return await self._workers.run(functools.partial(fn, *args, **kwargs))
 
     # ------------------------------------------------------------ agents
 

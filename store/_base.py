@@ -8,6 +8,7 @@ StoreBase, so its methods see these with their types; _store.py composes them.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -37,7 +38,30 @@ from ._schema import agents, messages
 from ._types import MessageRecord
 
 _encode = msgspec.json.encode
+# Statements built once: building one per call (and its cache key) costs more
+# than running it on the connection.
+_INSERT_ONE = messages.insert()
 _INSERT_MANY = messages.insert().returning(messages.c.id, sort_by_parameter_order=True)
+_AGENT_ROW = sa.select(agents).where(agents.c.uuid == sa.bindparam("uuid"))
+
+
+class AgentLookup:
+    """An agent's row, read from the database the first time one of its
+    columns is asked for (AgentNotFound then if there is none)."""
+
+    __slots__ = ("_conn", "_row", "_store", "_uuid")
+
+    def __init__(self, store: StoreBase, conn: sa.Connection, uuid: str) -> None:
+        self._store, self._conn, self._uuid = store, conn, uuid
+        self._row: Any = None
+
+    def row(self) -> Any:
+        if self._row is None:
+            self._row = self._store._agent_row(self._conn, self._uuid)
+        return self._row
+
+    def __getattr__(self, column: str) -> Any:
+        return getattr(self.row(), column)
 
 
 class StoreBase:
@@ -61,6 +85,12 @@ class StoreBase:
         # thread: reads must take turns with writes too
         memory = self._sqlite and is_memory_sqlite(self._engine.url)
         self._read_lock = self._write_lock if memory else None
+        # A SQLite file's writers take turns under _write_lock, so one
+        # connection serves them all, kept between writes: no pool checkout
+        # and reset per write. (Memory databases share their one connection
+        # with reads; PostgreSQL writers run in parallel: both use the pool.)
+        self._keep_writer = self._sqlite and not memory
+        self._writer: sa.Connection | None = None
         self._catalog = catalog
         # lineage ranges never change once an agent exists (parent and fork
         # point are fixed at creation), so they are cached by agent id
@@ -78,6 +108,9 @@ class StoreBase:
 
     def close(self) -> None:
         """Close every pooled connection; the store is not used after this."""
+        lock = self._write_lock if self._write_lock is not None else nullcontext()
+        with lock:
+            self._drop_writer()
         self._engine.dispose()
 
     def __enter__(self) -> Self:
@@ -112,6 +145,8 @@ class StoreBase:
             raise StoreError(f"database {display_url(self.url)}: {text}") from e
         except exc.DBAPIError as e:
             raise StoreError(f"database {display_url(self.url)}: {e.orig}") from e
+        except sqlite3.Error as e:  # from the driver itself (BEGIN is issued there, see _engine)
+            raise StoreError(f"database {display_url(self.url)}: {e}") from e
 
     @contextmanager
     def _read(self) -> Iterator[sa.Connection]:
@@ -121,12 +156,44 @@ class StoreBase:
 
     @contextmanager
     def _write(self) -> Iterator[sa.Connection]:
+        if self._keep_writer:
+            with self._guard(), self._write_lock:  # type: ignore[union-attr]
+                yield from self._kept_write()
+            return
         lock = self._write_lock if self._write_lock is not None else nullcontext()
         with self._guard(), lock, self._engine.connect() as conn:
             if self._sqlite:
                 conn.execution_options(ikigai_begin="IMMEDIATE")
             with conn.begin():
                 yield conn
+
+    def _kept_write(self) -> Iterator[sa.Connection]:
+        """One transaction on the kept writer connection (the write lock held)."""
+        conn = self._writer
+        if conn is None or conn.closed or conn.invalidated:
+            self._drop_writer()
+            conn = self._writer = self._engine.connect()
+            conn.execution_options(ikigai_begin="IMMEDIATE")
+        try:
+            with conn.begin():
+                yield conn
+        except StoreError:
+            # refused on purpose and rolled back: the connection is as good as before
+            if conn.in_transaction():
+                self._drop_writer(broken=True)
+            raise
+        except BaseException:
+            # a driver error (or worse) may have left it in any state: next write starts afresh
+            self._drop_writer(broken=True)
+            raise
+
+    def _drop_writer(self, *, broken: bool = False) -> None:
+        conn, self._writer = self._writer, None
+        if conn is None:
+            return
+        if broken and not conn.invalidated:
+            conn.invalidate()  # discarded, not reset and pooled
+        conn.close()
 
     # ------------------------------------------------------------ lineage
 
@@ -147,7 +214,7 @@ class StoreBase:
     # ------------------------------------------------------------ shared primitives
 
     def _agent_row(self, conn: sa.Connection, uuid: str) -> Any:
-        row = conn.execute(sa.select(agents).where(agents.c.uuid == uuid)).first()
+        row = conn.execute(_AGENT_ROW, {"uuid": uuid}).first()
         if row is None:
             raise AgentNotFound(f"no agent has the id {uuid!r}")
         return row
@@ -177,7 +244,7 @@ class StoreBase:
             )
         try:
             if len(params) == 1:
-                ids = [conn.execute(messages.insert(), params[0]).inserted_primary_key[0]]  # type: ignore[index]
+                ids = [conn.execute(_INSERT_ONE, params[0]).inserted_primary_key[0]]  # type: ignore[index]
             else:  # one multi-row INSERT ... RETURNING, ids in the order given
                 ids = list(conn.execute(_INSERT_MANY, params).scalars())
         except exc.IntegrityError as e:

@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from providers.types import Message, Usage
 
 from . import _replay
-from ._base import StoreBase
-from ._errors import InvalidEntry, NoSuchMark
+from ._base import AgentLookup, StoreBase
+from ._errors import InvalidEntry, NoSuchMark, StoreError
 from ._rows import Prepared, message_record, message_rows, plain, usage_dict
 from ._schema import messages
 from ._turns import turn_closed
@@ -52,12 +52,18 @@ class MessagesMixin(StoreBase):
         if not entries:
             return []
         with self._write() as conn:
-            agent = None
-            if any(e.kind in ("assistant", "usage") for e in entries):
-                agent = self._agent_row(conn, agent_uuid)
+            # the agent's row only when a row needs one of its columns (an
+            # assistant message without its model, a usage row): the INSERT's
+            # foreign key already refuses an unknown agent
+            agent = AgentLookup(self, conn, agent_uuid)
             prepared: list[Prepared] = []
-            for e in entries:
-                prepared.extend(self._prepare(conn, agent_uuid, agent, e))
+            try:
+                for e in entries:
+                    prepared.extend(self._prepare(conn, agent_uuid, agent, e))
+            except StoreError:
+                if any(e.kind in ("assistant", "usage") for e in entries):
+                    agent.row()  # an unknown agent is named before a bad entry, as ever
+                raise
             written = self._insert(conn, agent_uuid, prepared)
             if end_turn:
                 turn_closed(conn, agent_uuid)
@@ -304,6 +310,8 @@ class MessagesMixin(StoreBase):
         elif kind == "usage":
             data = dict(data or {})
             data["usage"] = usage_dict(data.get("usage"), kind)
-            data.setdefault("provider", agent.provider)
-            data.setdefault("model", agent.model)
+            if "provider" not in data:
+                data["provider"] = agent.provider
+            if "model" not in data:
+                data["model"] = agent.model
         return [Prepared(kind, content, data)]

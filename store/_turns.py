@@ -19,10 +19,41 @@ import sqlalchemy as sa
 from providers.types import Message
 
 from ._base import StoreBase
-from ._errors import AgentNotFound, InvalidEntry
+from ._errors import AgentNotFound, InvalidEntry, StoreError
 from ._rows import Prepared, now, queued_record, user_row
 from ._schema import agents, mail, prompt_queue
 from ._types import MessageRecord, QueuedPrompt
+
+_q = prompt_queue.c
+# Built once (see _base.py). A prompt is queued only for a live agent: the
+# INSERT selects the agent's row, so one statement checks and writes.
+_ENQUEUE = (
+    prompt_queue.insert()
+    .from_select(
+        ["agent_uuid", "turn", "text", "mail_ids", "created_at"],
+        sa.select(
+            agents.c.uuid,
+            sa.bindparam("b_turn", type_=_q.turn.type),
+            sa.bindparam("b_text", type_=_q.text.type),
+            sa.bindparam("b_mail_ids", type_=_q.mail_ids.type),
+            sa.bindparam("b_at", type_=_q.created_at.type),
+        ).where(agents.c.uuid == sa.bindparam("b_agent"), agents.c.status != "dead"),
+    )
+    .returning(_q.id)
+)
+_UNQUEUE = prompt_queue.delete().where(
+    _q.id == sa.bindparam("b_id"),
+    _q.agent_uuid == sa.bindparam("b_agent"),
+    _q.dropped_at.is_(None),
+)
+_TURN_START = (
+    agents.update()
+    .where(agents.c.uuid == sa.bindparam("b_agent"))
+    .values(turn_start=sa.bindparam("b_start"))
+)
+_TURN_CLOSED = (
+    agents.update().where(agents.c.uuid == sa.bindparam("b_agent")).values(turn_start=None)
+)
 
 
 class TurnsMixin(StoreBase):
@@ -34,12 +65,24 @@ class TurnsMixin(StoreBase):
         """Queue a prompt, committed when this returns. With ``mail_ids`` the
         prompt delivers that mail: it is marked read in the same transaction,
         so mail is never read without being queued, nor queued twice."""
+        ids = list(mail_ids)
         with self._write() as conn:
-            row = self._agent_row(conn, agent_uuid)
-            if row.status == "dead":
-                raise InvalidEntry(f"agent {row.name} ({agent_uuid}) is dead: it takes no prompts")
             at = now()
-            ids = list(mail_ids)
+            values = {
+                "b_agent": agent_uuid,
+                "b_turn": turn,
+                "b_text": text,
+                "b_mail_ids": ids or None,
+                "b_at": at,
+            }
+            new_id = conn.execute(_ENQUEUE, values).scalar()
+            if new_id is None:  # no live agent row: say which
+                row = self._agent_row(conn, agent_uuid)
+                if row.status == "dead":
+                    raise InvalidEntry(
+                        f"agent {row.name} ({agent_uuid}) is dead: it takes no prompts"
+                    )
+                raise StoreError(f"agent {agent_uuid}: the prompt was not queued")
             if ids:
                 changed = conn.execute(
                     mail.update()
@@ -50,15 +93,6 @@ class TurnsMixin(StoreBase):
                 ).rowcount
                 if changed != len(ids):
                     raise InvalidEntry(f"mail {ids} to agent {agent_uuid} is not all unread")
-            values = {
-                "agent_uuid": agent_uuid,
-                "turn": turn,
-                "text": text,
-                "mail_ids": ids or None,
-                "created_at": at,
-                "dropped_at": None,
-            }
-            new_id = conn.execute(prompt_queue.insert(), values).inserted_primary_key[0]  # type: ignore[index]
         return QueuedPrompt(
             id=new_id, agent_uuid=agent_uuid, turn=turn, text=text, mail_ids=ids, created_at=at
         )
@@ -78,29 +112,29 @@ class TurnsMixin(StoreBase):
     ) -> MessageRecord:
         """The turn's user row, the queue row gone and the turn marked open: one transaction."""
         with self._write() as conn:
-            self._agent_row(conn, agent_uuid)
+            # no SELECT of the agent: the DELETE's rowcount and the INSERT's
+            # foreign key tell the same; the agent is looked up only to word
+            # a refusal (an unknown agent is named before anything else)
             if queue_id is not None:
-                gone = conn.execute(
-                    prompt_queue.delete().where(
-                        prompt_queue.c.id == queue_id,
-                        prompt_queue.c.agent_uuid == agent_uuid,
-                        prompt_queue.c.dropped_at.is_(None),
-                    )
-                ).rowcount
+                gone = conn.execute(_UNQUEUE, {"b_id": queue_id, "b_agent": agent_uuid}).rowcount
                 if gone != 1:
+                    self._agent_row(conn, agent_uuid)
                     raise InvalidEntry(
                         f"queued prompt {queue_id} of agent {agent_uuid} is not pending"
                     )
-            record = self._insert(conn, agent_uuid, [user_row(message, {"turn": turn})])[0]
-            conn.execute(
-                agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=record.id)
-            )
+            try:
+                row = user_row(message, {"turn": turn})
+            except InvalidEntry:
+                self._agent_row(conn, agent_uuid)
+                raise
+            record = self._insert(conn, agent_uuid, [row])[0]
+            conn.execute(_TURN_START, {"b_agent": agent_uuid, "b_start": record.id})
         return record
 
     def end_turn(self, agent_uuid: str) -> None:
         """The running turn ended with no row of its own to write (an error)."""
         with self._write() as conn:
-            conn.execute(agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=None))
+            conn.execute(_TURN_CLOSED, {"b_agent": agent_uuid})
 
     def open_turns(self) -> list[tuple[str, int]]:
         """(agent, first row) of every turn a killed daemon left running."""
@@ -137,9 +171,7 @@ class TurnsMixin(StoreBase):
 
 def turn_closed(conn: sa.Connection, agent_uuid: str) -> None:
     """Clear the open-turn mark, inside the transaction writing the turn's last row."""
-    result = conn.execute(
-        agents.update().where(agents.c.uuid == agent_uuid).values(turn_start=None)
-    )
+    result = conn.execute(_TURN_CLOSED, {"b_agent": agent_uuid})
     if result.rowcount != 1:
         raise AgentNotFound(f"no agent has the id {agent_uuid!r}")
 

@@ -18,7 +18,11 @@ AgentState = Literal[
 TurnStatus = Literal["completed", "cancelled", "interrupted", "error", "tool_limit"]
 
 
-class _Event(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+# gc=False: events and log entries hold only values and other structs, never
+# anything that could point back at them, so the collector need not track
+# them; an agent's event log keeps its last 256 entries, and with a thousand
+# agents a full collection walking them stalled every stream for ~300 ms
+class _Event(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     pass
 
 
@@ -183,7 +187,7 @@ AgentOwnEvent = (
 AgentEvent = StreamEvent | AgentOwnEvent
 
 
-class LogEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class LogEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     seq: int
     agent: str
     event: AgentEvent

@@ -57,15 +57,24 @@ RETRYABLE_CATEGORIES: frozenset[str] = frozenset(
 
 # ---------------------------------------------------------------- blocks
 
+# Every struct here is frozen and holds values, other structs and containers of
+# them (JSON arguments, provider_data), never anything pointing back at itself:
+# gc=False keeps them out of the cyclic collector, which otherwise walks every
+# message of every agent's context and every kept event on a full collection.
 
-class TextBlock(msgspec.Struct, tag="text", frozen=True, kw_only=True, omit_defaults=True):
+
+class TextBlock(
+    msgspec.Struct, tag="text", frozen=True, kw_only=True, omit_defaults=True, gc=False
+):
     text: str
     # Gemini may sign a text part; the signature goes back on the same part.
     signature: str | None = None
     provider: str | None = None
 
 
-class ThinkingBlock(msgspec.Struct, tag="thinking", frozen=True, kw_only=True, omit_defaults=True):
+class ThinkingBlock(
+    msgspec.Struct, tag="thinking", frozen=True, kw_only=True, omit_defaults=True, gc=False
+):
     """Model reasoning. For redacted thinking ``redacted`` is true, ``text`` is
     empty and ``signature`` holds the provider's opaque data."""
 
@@ -77,7 +86,9 @@ class ThinkingBlock(msgspec.Struct, tag="thinking", frozen=True, kw_only=True, o
     provider_data: dict[str, Any] | None = None
 
 
-class ToolCallBlock(msgspec.Struct, tag="tool_call", frozen=True, kw_only=True, omit_defaults=True):
+class ToolCallBlock(
+    msgspec.Struct, tag="tool_call", frozen=True, kw_only=True, omit_defaults=True, gc=False
+):
     id: str
     name: str
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -90,7 +101,7 @@ class ToolCallBlock(msgspec.Struct, tag="tool_call", frozen=True, kw_only=True, 
 
 
 class ToolResultBlock(
-    msgspec.Struct, tag="tool_result", frozen=True, kw_only=True, omit_defaults=True
+    msgspec.Struct, tag="tool_result", frozen=True, kw_only=True, omit_defaults=True, gc=False
 ):
     tool_call_id: str
     content: str
@@ -102,7 +113,9 @@ class ToolResultBlock(
     images: list[ImageBlock] = msgspec.field(default_factory=list)
 
 
-class ImageBlock(msgspec.Struct, tag="image", frozen=True, kw_only=True, omit_defaults=True):
+class ImageBlock(
+    msgspec.Struct, tag="image", frozen=True, kw_only=True, omit_defaults=True, gc=False
+):
     media_type: str
     data: str | None = None  # base64
     url: str | None = None
@@ -111,7 +124,7 @@ class ImageBlock(msgspec.Struct, tag="image", frozen=True, kw_only=True, omit_de
 Block = TextBlock | ThinkingBlock | ToolCallBlock | ToolResultBlock | ImageBlock
 
 
-class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     role: Role
     content: list[Block]
     # who produced an assistant message, so replay and cost are exact per turn
@@ -132,7 +145,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 # ---------------------------------------------------------------- requests
 
 
-class Tool(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Tool(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     name: str
     description: str = ""
     parameters: dict[str, Any] = msgspec.field(
@@ -141,7 +154,7 @@ class Tool(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     strict: bool = False
 
 
-class ToolChoice(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class ToolChoice(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """auto: the model decides; none: no tool; required: some tool; tool: the named one."""
 
     mode: Literal["auto", "none", "required", "tool"] = "auto"
@@ -152,12 +165,12 @@ class ToolChoice(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
             raise ValueError("ToolChoice: a name goes with mode 'tool' and only with it")
 
 
-class ThinkingConfig(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class ThinkingConfig(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     level: ThinkingLevel = "none"
     include_summary: bool = True
 
 
-class Request(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Request(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     model: str
     messages: list[Message]
     system: list[TextBlock] = msgspec.field(default_factory=list)
@@ -173,7 +186,7 @@ class Request(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 # ---------------------------------------------------------------- responses
 
 
-class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     input_tokens: int = 0
     output_tokens: int = 0
     thinking_tokens: int = 0
@@ -194,7 +207,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         )
 
 
-class Response(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Response(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     blocks: list[Block]
     finish_reason: FinishReason
     usage: Usage = msgspec.field(default_factory=Usage)
@@ -213,7 +226,7 @@ class Response(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         )
 
 
-class ProviderError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class ProviderError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     category: ErrorCategory
     message: str
     http_status: int | None = None
@@ -239,19 +252,23 @@ class ProviderFailure(Exception):
 # ---------------------------------------------------------------- stream events
 
 
-class StartEvent(msgspec.Struct, tag="start", frozen=True, kw_only=True, omit_defaults=True):
+class StartEvent(
+    msgspec.Struct, tag="start", frozen=True, kw_only=True, omit_defaults=True, gc=False
+):
     model: str = ""
     provider_data: dict[str, Any] | None = None
 
 
-class TextDelta(msgspec.Struct, tag="text_delta", frozen=True, kw_only=True, omit_defaults=True):
+class TextDelta(
+    msgspec.Struct, tag="text_delta", frozen=True, kw_only=True, omit_defaults=True, gc=False
+):
     index: int
     text: str
     signature: str | None = None
 
 
 class ThinkingDelta(
-    msgspec.Struct, tag="thinking_delta", frozen=True, kw_only=True, omit_defaults=True
+    msgspec.Struct, tag="thinking_delta", frozen=True, kw_only=True, omit_defaults=True, gc=False
 ):
     """Text and signature pieces are concatenated in order; provider_data is merged."""
 
@@ -263,7 +280,7 @@ class ThinkingDelta(
 
 
 class ToolCallStart(
-    msgspec.Struct, tag="tool_call_start", frozen=True, kw_only=True, omit_defaults=True
+    msgspec.Struct, tag="tool_call_start", frozen=True, kw_only=True, omit_defaults=True, gc=False
 ):
     index: int
     id: str
@@ -273,26 +290,30 @@ class ToolCallStart(
 
 
 class ToolCallDelta(
-    msgspec.Struct, tag="tool_call_delta", frozen=True, kw_only=True, omit_defaults=True
+    msgspec.Struct, tag="tool_call_delta", frozen=True, kw_only=True, omit_defaults=True, gc=False
 ):
     index: int
     arguments: str  # a fragment of the JSON text
 
 
 class ToolCallDone(
-    msgspec.Struct, tag="tool_call_done", frozen=True, kw_only=True, omit_defaults=True
+    msgspec.Struct, tag="tool_call_done", frozen=True, kw_only=True, omit_defaults=True, gc=False
 ):
     index: int
 
 
-class DoneEvent(msgspec.Struct, tag="done", frozen=True, kw_only=True, omit_defaults=True):
+class DoneEvent(
+    msgspec.Struct, tag="done", frozen=True, kw_only=True, omit_defaults=True, gc=False
+):
     finish_reason: FinishReason
     usage: Usage = msgspec.field(default_factory=Usage)
     model: str | None = None
     provider_data: dict[str, Any] | None = None
 
 
-class ErrorEvent(msgspec.Struct, tag="error", frozen=True, kw_only=True, omit_defaults=True):
+class ErrorEvent(
+    msgspec.Struct, tag="error", frozen=True, kw_only=True, omit_defaults=True, gc=False
+):
     error: ProviderError
 
 

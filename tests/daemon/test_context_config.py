@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from agents import AgentConfig
 from daemon.config import Config, ConfigError, ContextConfig, build_catalog, parse_config
 from daemon.paths import resolve_paths
-from daemon.service import Daemon
+from daemon.service import GC_THRESHOLDS, Daemon
 from providers.catalog import default_catalog
 from providers.modelspec import resolve_model
 from tests.daemon.conftest import write_home
@@ -251,6 +251,7 @@ async def _run_and_reload(daemon: Daemon, cfg_file: Path) -> None:
             # start-up's objects are out of the collector's sight (a full
             # collection of them stalled every stream for ~100 ms)
             assert gc.get_freeze_count() > 10_000
+            assert gc.get_threshold() == GC_THRESHOLDS
             assert daemon.server is not None and daemon.server.flush_interval == 0
 
             cfg = _read(cfg_file)

@@ -360,9 +360,10 @@ least possible work (the lean relay of the e2e rows is that floor).
   - *delivery of a 2 s stream*: first write -> last delta received for the
     slowest agent at 1,000 agents x 10/s (real time: 2 s).
   - *lost events*: deltas sent minus deltas received.
-  - 1,000 agents is exactly the provider connection pool's cap
-    (`agents/pool.py`: 1,000 connections, 100 kept alive when this was
-    written); the same rows at 2,000 agents x 5/s measure beyond it.
+  - 1,000 agents was exactly the old provider connection pool's cap (httpx:
+    1,000 connections, 100 kept alive, so busy agents reconnected every
+    turn). Streamed calls now run on `providers/h1`, whose keep-alive pool
+    has no cap; the same rows at 2,000 agents x 5/s measure beyond the old one.
 - **Other scripts**: `bench_store.py` (append, replay, fork chains, fork cost
   at 10,000 rows on SQLite and PostgreSQL; comparison: bare SQLAlchemy Core
   on the same engine), `bench_ikictl.py` (`ikictl` start-up and `ls`, whole

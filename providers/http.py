@@ -285,11 +285,7 @@ class HttpProvider:
                     # checked per read, not per event: an end is a read's last event
                     ended = isinstance(events[-1], _ENDS)
                     for event in events:
-                        yield (
-                            ErrorEvent(error=self._scrub(event.error))
-                            if isinstance(event, ErrorEvent)
-                            else event
-                        )
+                        yield self._event(event)
             for event in decoder.close():
                 yield self._event(event)
         except TransportError as exc:

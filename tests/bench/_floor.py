@@ -265,25 +265,18 @@ def measure_codec(case: Case, reps: int, memory_reps: int) -> list[dict[str, Any
 
     rows = [
         _row(
-            f"{case.label}stream path CPU per event, chunked",
+            f"{case.label}stream path CPU per event, {mode}",
             UNIT_STREAM,
-            us(chunked["ours"]),
-            us(chunked["floor"]),
+            us(got["ours"]),
+            us(got["floor"]),
             reps=reps,
-            floor_reads_per_event=median(chunked["floor reads"]) / n,
-            ours_other_threads_us=us(chunked["ours elsewhere"]),
+            floor_reads_per_event=median(got["floor reads"]) / n,
+            ours_other_threads_us=us(got["ours elsewhere"]),
             **info,
-        ),
-        _row(
-            f"{case.label}stream path CPU per event, bulk",
-            UNIT_STREAM,
-            us(bulk["ours"]),
-            us(bulk["floor"]),
-            reps=reps,
-            floor_reads_per_event=median(bulk["floor reads"]) / n,
-            ours_other_threads_us=us(bulk["ours elsewhere"]),
-            **info,
-        ),
+        )
+        for mode, got in (("chunked", chunked), ("bulk", bulk))
+    ]
+    rows += [
         _row(
             f"{case.label}decoder vs floor, in memory",
             UNIT_MEMORY,

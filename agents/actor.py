@@ -172,6 +172,13 @@ class Actor:
         self._queue.append(_Prompt(turn=turn, text=text, queue_id=queue_id))
         self._wake.set()
 
+    def knows_turn(self, turn: str) -> bool:
+        """Whether ``wait_turn(turn)`` will answer: the turn runs, waits in
+        the queue, or ended recently enough that its outcome is kept."""
+        if self.current_turn == turn or turn in self._results:
+            return True
+        return any(getattr(cmd, "turn", None) == turn for cmd in self._queue)
+
     async def wait_turn(self, turn: str) -> TurnResult | None:
         """How ``turn`` ended; None if the agent ended first. Independent of
         any subscriber, so a burst that makes subscribers lag cannot fail it."""

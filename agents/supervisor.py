@@ -136,6 +136,10 @@ class Supervisor:
             task_status.started(self)
             await trio.sleep_forever()
 
+    async def start(self, record: Any) -> Actor:
+        """A live actor for a stored agent that has none (an imported one)."""
+        return await self._start(record)
+
     async def _start(self, record: Any) -> Actor:
         assert self._nursery is not None, "the supervisor is not running"
         actor = Actor(record, self.deps, self.approvals)

@@ -10,32 +10,37 @@ answers -32603.
 
 from __future__ import annotations
 
+import builtins  # Api.list shadows list in the class body's annotations
 import os
 import socket
 import struct
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 import httpx
-import msgspec
 
 from agents import AgentError, Supervisor
 from agents.actor import Actor
 from agents.permissions import parse_chain
 from providers.catalog import Catalog
-from providers.modelspec import ResolvedModel
-from providers.types import Usage
 from store import AgentNotFound, AgentRecord, AmbiguousAgent, NoSuchApproval, StoreError
 
 from . import params as P
 from . import protocol as p
 from . import results as R
+from ._admin import AdminApi
 from ._context import compacted, context_of
+from ._history import read_history
 from ._mcpapi import McpApi, agent_servers
+from ._shapes import model_info as _model_info
+from ._shapes import plain as _plain
+from ._shapes import stamp as _stamp
+from ._shapes import tokens as _tokens
+from ._transfer import TransferApi
 from ._version import __version__
 from .control import Connection, Handler
 from .rows import model_row
@@ -76,39 +81,10 @@ class DaemonInfo:
     max_line_bytes: int = 0  # the longest request line the socket takes (read at start)
 
 
-def _stamp(when: datetime) -> str:
-    """RFC 3339, as msgspec writes a datetime."""
-    return cast(str, msgspec.to_builtins(when))
-
-
-def _plain(value: Any) -> Any:
-    """A Struct (usage report, provider error...) as JSON values."""
-    return msgspec.to_builtins(value)
-
-
-def _model_info(r: ResolvedModel) -> R.ModelInfo:
-    return {
-        "provider": r.provider,
-        "model": r.model,
-        "thinking_level": r.thinking.level,
-        "description": r.description,
-        "warnings": list(r.warnings),
-    }
-
-
 def _next_model(actor: Actor) -> str | None:
     """``provider/model/level`` of the last model switch queued behind the running turn."""
     r = actor.next_model
     return None if r is None else f"{r.provider}/{r.model}/{r.thinking.level}"
-
-
-def _tokens(u: Usage) -> R.TokenUsage:
-    return {
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "thinking_tokens": u.thinking_tokens,
-        "cached_tokens": u.cached_tokens,
-    }
 
 
 class Api:
@@ -154,9 +130,14 @@ class Api:
             p.AGENT_APPROVE: self.approve,
             p.APPROVALS_LIST: self.approvals,
             **McpApi(lambda: self.sup.deps.mcp).handlers(),
+            **AdminApi(self).handlers(),
+            **TransferApi(self).handlers(),
         }
 
     # ------------------------------------------------------------ helpers
+
+    def _refusals(self) -> AbstractContextManager[None]:
+        return _refusals()
 
     async def _record(self, ref: str) -> AgentRecord:
         try:
@@ -255,6 +236,7 @@ class Api:
             "connections": self.info.connections(),
             "default_model": self.info.default_model,
             "max_line_bytes": self.info.max_line_bytes,
+            "protocol_version": p.PROTOCOL_VERSION,
         }
 
     async def shutdown(self, conn: Connection, params: P.NoParams) -> R.Ok:
@@ -331,8 +313,11 @@ class Api:
         return await self._created(created, params.wait)
 
     async def list(self, conn: Connection, params: P.ListAgents) -> list[R.ListedAgent]:
-        records = await self.db.list_agents(include_dead=params.include_dead)
+        records = await self.db.call(
+            self.db.store.list_agents, include_dead=params.include_dead, include_hidden=False
+        )
         totals = await self.db.usage_totals()
+        active = await self.db.call(self.db.store.last_active, None)
         shorts = await self.db.short_refs([r.uuid for r in records])
         out: list[R.ListedAgent] = []
         for r in records:
@@ -354,12 +339,19 @@ class Api:
                     "cost_usd": 0.0,
                 }
             )
-            out.append({**self._info(r, shorts[r.uuid]), "usage": usage})
+            out.append(
+                {
+                    **self._info(r, shorts[r.uuid]),
+                    "usage": usage,
+                    "last_active_at": _stamp(active.get(r.uuid, r.created_at)),
+                }
+            )
         return out
 
     async def show(self, conn: Connection, params: P.AgentRef) -> R.ShownAgent:
         record = await self._record(params.agent)
         report = await self.db.usage(record.uuid)
+        active = await self.db.call(self.db.store.last_active, [record.uuid])
         actor = self.sup.actor_of(record.uuid)
         last = actor.last_result if actor else None
         last_turn: R.LastTurn | None = (
@@ -377,6 +369,7 @@ class Api:
             "usage": _plain(report.total),
             "last_turn": last_turn,
             "context": await context_of(self.sup, record.uuid),
+            "last_active_at": _stamp(active.get(record.uuid, record.created_at)),
         }
 
     async def prompt(self, conn: Connection, params: P.Prompt) -> R.Queued | R.TurnOutcome:
@@ -471,28 +464,7 @@ class Api:
         return {"ok": True}
 
     async def history(self, conn: Connection, params: P.History) -> R.History:
-        record = await self._record(params.agent)
-        if params.limit is not None and params.limit < 1:
-            raise p.RpcError(p.INVALID_PARAMS, "limit: must be 1 or more")
-        limit = params.limit
-        rows = await self.db.history(
-            record.uuid, limit=None if limit is None else limit + 1, before=params.before
-        )
-        more = limit is not None and len(rows) > limit
-        if more:
-            rows = rows[1:]
-        messages: list[R.HistoryRow] = [
-            {
-                "id": r.id,
-                "agent": r.agent_uuid,
-                "kind": r.kind,
-                "content": r.content,
-                "data": r.data,
-                "created_at": _stamp(r.created_at),
-            }
-            for r in rows
-        ]
-        return {"messages": messages, "more": more}
+        return await read_history(self, self.catalog, params)
 
     async def usage(self, conn: Connection, params: P.Usage) -> R.UsageReport | R.AllUsage:
         if params.agent is None:
@@ -537,7 +509,7 @@ class Api:
             mail_id = await self.sup.send_mail(sender, target.uuid, params.text)
         return {"id": mail_id}
 
-    async def inbox(self, conn: Connection, params: P.Inbox) -> list[R.Mail]:
+    async def inbox(self, conn: Connection, params: P.Inbox) -> builtins.list[R.Mail]:
         record = await self._record(params.agent)
         mail = await self.db.inbox(record.uuid, unread=params.unread)
         return [
@@ -570,7 +542,9 @@ class Api:
                 ) from None
         return {"approval": record.id, "agent": record.agent_uuid, "decision": params.decision}
 
-    async def approvals(self, conn: Connection, params: P.ApprovalsList) -> list[R.Approval]:
+    async def approvals(
+        self, conn: Connection, params: P.ApprovalsList
+    ) -> builtins.list[R.Approval]:
         uuid = None if params.agent is None else (await self._record(params.agent)).uuid
         return [
             {

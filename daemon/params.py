@@ -108,6 +108,8 @@ class History(_P, frozen=True):
     agent: Ref
     limit: Count | None = msgspec.field(default=None)
     before: RowId | None = None
+    blocks: bool = False  # each row's message as blocks, with its model, usage, turn...
+    signatures: bool = False  # with blocks: the signatures themselves, not only "signed"
 
 
 class Usage(_P, frozen=True):
@@ -156,6 +158,38 @@ class McpServer(_P, frozen=True):
     server: Ref
 
 
+class Wait(_P, frozen=True):
+    agent: Ref
+    turn: Ref
+
+
+class Rename(_P, frozen=True):
+    agent: Ref
+    name: Ref
+
+
+class Remove(_P, frozen=True):
+    agent: Ref
+    purge: bool = False  # delete its rows too (those other agents still read are kept)
+    force: bool = False  # a live agent is killed first, with its descendants
+
+
+class Prune(_P, frozen=True):
+    purge: bool = False
+    dry_run: bool = False
+
+
+class Export(_P, frozen=True):
+    agent: Ref
+    signatures: bool = True  # False: the opaque signatures are left out of each message
+
+
+class Import(_P, frozen=True):
+    # an agent.export document; checked field by field by daemon/_transfer.py
+    document: dict[str, Any]
+    name: Ref | None = None
+
+
 PARAMS: dict[str, type[_P]] = {
     p.DAEMON_STATUS: NoParams,
     p.DAEMON_SHUTDOWN: NoParams,
@@ -190,6 +224,12 @@ PARAMS: dict[str, type[_P]] = {
     p.MCP_PROMPTS: McpServer,
     p.DAEMON_SUBSCRIBE: NoParams,
     p.DAEMON_UNSUBSCRIBE: NoParams,
+    p.AGENT_WAIT: Wait,
+    p.AGENT_RENAME: Rename,
+    p.AGENT_REMOVE: Remove,
+    p.AGENT_PRUNE: Prune,
+    p.AGENT_EXPORT: Export,
+    p.AGENT_IMPORT: Import,
 }
 
 HistoryOp = Literal["clear", "mark", "rewind"]
@@ -236,7 +276,19 @@ def decode_params(method: str, raw: object) -> _P:
 # fields that name something (an agent, a model...): never a NUL, which no
 # name holds and PostgreSQL text cannot store
 _REF_FIELDS = frozenset(
-    {"agent", "to", "from", "name", "label", "model", "provider", "approval", "reason", "server"}
+    {
+        "agent",
+        "to",
+        "from",
+        "name",
+        "label",
+        "model",
+        "provider",
+        "approval",
+        "reason",
+        "server",
+        "turn",
+    }
 )
 _FIELDS: dict[type[_P], frozenset[str]] = {
     kind: frozenset(f.encode_name for f in msgspec.structs.fields(kind))

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 
 
 VERSION = 1
+# The protocol's version, reported by daemon.status: incremented on an
+# incompatible change (a method, param or result key removed or changed in
+# meaning); additions (a new method, param or result key) keep it.
+PROTOCOL_VERSION = 2
 MAX_LINE = 1 << 20  # bytes; a longer line is refused and that connection closed
 # Limits on what a request may hold (docs/protocol.md, "Errors"): deeper
 # nesting is refused before it is parsed, the rest is -32602 naming the field.
@@ -58,6 +62,12 @@ MCP_LIST = "mcp.list"
 MCP_TOOLS = "mcp.tools"
 MCP_RESTART = "mcp.restart"
 MCP_PROMPTS = "mcp.prompts"
+AGENT_WAIT = "agent.wait"
+AGENT_RENAME = "agent.rename"
+AGENT_REMOVE = "agent.remove"
+AGENT_PRUNE = "agent.prune"
+AGENT_EXPORT = "agent.export"
+AGENT_IMPORT = "agent.import"
 DAEMON_SUBSCRIBE = "daemon.subscribe"
 DAEMON_UNSUBSCRIBE = "daemon.unsubscribe"
 

@@ -40,6 +40,8 @@ class Status(TypedDict):
     connections: int
     default_model: str
     max_line_bytes: int  # a longer request line is refused (error -32004) and the connection closed
+    # daemon.protocol.PROTOCOL_VERSION: incremented on an incompatible change only
+    protocol_version: int
 
 
 class Prices(TypedDict):
@@ -121,6 +123,8 @@ class UsageBrief(TypedDict):
 
 class ListedAgent(AgentInfo):
     usage: UsageBrief
+    # when its newest own history row was written (created_at when it has none)
+    last_active_at: str
 
 
 class UsageTotals(TypedDict):
@@ -177,6 +181,7 @@ class ShownAgent(AgentInfo):
     usage: UsageTotals
     last_turn: LastTurn | None
     context: ContextInfo | None  # None for a dead agent
+    last_active_at: str  # as in agent.list
 
 
 class Created(TypedDict):
@@ -202,7 +207,7 @@ class TokenUsage(TypedDict):
 
 
 class TurnOutcome(TypedDict):
-    """``agent.prompt`` with ``wait: true``."""
+    """``agent.prompt`` with ``wait: true``; ``agent.wait``."""
 
     turn: str
     status: TurnStatus
@@ -242,6 +247,50 @@ class Killed(TypedDict):
     killed: list[str]
 
 
+class ImageInfo(TypedDict):
+    """An image, described: never its data."""
+
+    media_type: str
+    bytes: int | None  # its decoded size; None for an image given by URL
+    url: str | None
+
+
+class HistoryBlock(TypedDict):
+    """One block of a history row's message (``agent.history`` with ``blocks``).
+    ``type`` says which keys it has (docs/protocol.md, "History blocks"):
+    text {text, signed}; thinking {text, redacted, signed}; tool_call {id,
+    name, arguments, signed}; tool_result {tool_call_id, name, content,
+    is_error, images}; image {media_type, bytes, url}. ``signature`` only with
+    ``signatures: true`` (on text, thinking and tool_call blocks)."""
+
+    type: Literal["text", "thinking", "tool_call", "tool_result", "image"]
+    text: NotRequired[str]
+    redacted: NotRequired[bool]
+    signed: NotRequired[bool]  # the provider's opaque signature is kept with the block
+    signature: NotRequired[str | None]
+    id: NotRequired[str]
+    name: NotRequired[str | None]
+    arguments: NotRequired[dict[str, Any]]
+    tool_call_id: NotRequired[str]
+    content: NotRequired[str]
+    is_error: NotRequired[bool]
+    images: NotRequired[list[ImageInfo]]
+    media_type: NotRequired[str]
+    bytes: NotRequired[int | None]
+    url: NotRequired[str | None]
+
+
+class RowUsage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    thinking_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+
+
+HistoryTurnStatus = Literal["completed", "interrupted", "running", "incomplete"]
+
+
 class HistoryRow(TypedDict):
     id: int
     agent: str
@@ -249,6 +298,19 @@ class HistoryRow(TypedDict):
     content: str
     data: dict[str, Any] | None
     created_at: str
+    # the rest only with ``blocks: true``
+    blocks: NotRequired[list[HistoryBlock]]  # [] for a row without a message
+    role: NotRequired[Literal["user", "assistant", "tool"] | None]
+    provider: NotRequired[str | None]  # assistant rows
+    model: NotRequired[str | None]
+    thinking_level: NotRequired[str | None]
+    usage: NotRequired[RowUsage | None]  # assistant and usage rows
+    cost_usd: NotRequired[float | None]  # None: unpriced (or no usage)
+    finish_reason: NotRequired[str | None]  # assistant rows
+    turn: NotRequired[str | None]  # the turn it belongs to; None before the first
+    turn_status: NotRequired[HistoryTurnStatus | None]
+    compacted: NotRequired[bool]  # a compaction covers it: replay shows its summary instead
+    inherited: NotRequired[bool]  # a row of an ancestor (``agent`` is not the agent asked)
 
 
 class History(TypedDict):
@@ -331,6 +393,67 @@ class DaemonSubscribed(TypedDict):
     subscribed: bool
 
 
+class Removed(TypedDict):
+    """``agent.remove`` and ``agent.prune``."""
+
+    removed: list[str]  # uuids no longer listed (with dry_run: those that would be)
+    purged_rows: int  # rows deleted (messages, mail, queued prompts, approvals)
+
+
+class ExportedAgent(TypedDict):
+    uuid: str
+    name: str
+    provider: str
+    model: str
+    thinking_level: str
+    system_prompt: str
+    cwd: str | None
+    policy: list[str] | None  # its policy chain; None: the configured default
+    mcp: list[str] | None  # its MCP servers; None: the configured defaults
+    parent: str | None
+    created_at: str
+
+
+class ExportedRow(TypedDict):
+    id: int
+    agent: str
+    kind: str
+    content: str
+    data: dict[str, Any] | None
+    message: dict[str, Any] | None  # the stored providers.types.Message, as JSON
+    created_at: str
+
+
+class ExportDoc(TypedDict):
+    """``agent.export``; what ``agent.import`` takes back."""
+
+    format: Literal["ikigai-agent"]
+    version: int  # 1
+    exported_at: str
+    agent: ExportedAgent
+    messages: list[ExportedRow]  # its whole lineage, inherited rows included, oldest first
+
+
+class Approval(TypedDict):
+    """One pending approval (``approvals.list``)."""
+
+    approval: str
+    agent: str
+    agent_name: str
+    turn: str
+    tool: str
+    arguments: dict[str, Any]
+    rule: str
+    policy: str
+    created_at: str
+
+
+class Approved(TypedDict):
+    approval: str
+    agent: str
+    decision: Literal["allow", "deny"]
+
+
 # The result type of each method (the keys are daemon.protocol's method names);
 # agent.prompt with wait answers TurnOutcome, agent.usage with no agent AllUsage.
 RESULTS: dict[str, Any] = {
@@ -365,24 +488,12 @@ RESULTS: dict[str, Any] = {
     "mcp.prompts": McpPrompts,
     "daemon.subscribe": DaemonSubscribed,
     "daemon.unsubscribe": Ok,
+    "agent.wait": TurnOutcome,
+    "agent.rename": AgentInfo,
+    "agent.remove": Removed,
+    "agent.prune": Removed,
+    "agent.export": ExportDoc,
+    "agent.import": Created,
+    "agent.approve": Approved,
+    "approvals.list": list[Approval],
 }
-
-
-class Approval(TypedDict):
-    """One pending approval (``approvals.list``)."""
-
-    approval: str
-    agent: str
-    agent_name: str
-    turn: str
-    tool: str
-    arguments: dict[str, Any]
-    rule: str
-    policy: str
-    created_at: str
-
-
-class Approved(TypedDict):
-    approval: str
-    agent: str
-    decision: Literal["allow", "deny"]

@@ -11,6 +11,7 @@ The store knows nothing of trio: call it through ``trio.to_thread.run_sync``.
 See docs/store.md for the schema, the message kinds and how replay works.
 """
 
+from ._admin import AgentAlive, Outline, Removal
 from ._approvals import ApprovalClosed, NoSuchApproval
 from ._engine import data_dir, default_url, display_url, resolve_url, sqlite_file
 from ._errors import (
@@ -28,6 +29,7 @@ from ._errors import (
 from ._ids import uuid7
 from ._replay import SUMMARY_PREFIX, summary_message
 from ._store import Store
+from ._transfer import REFERENCES, ImportedRow, StoredRow
 from ._types import (
     KINDS,
     AgentRecord,
@@ -43,7 +45,9 @@ from ._types import (
 
 __all__ = [
     "KINDS",
+    "REFERENCES",
     "SUMMARY_PREFIX",
+    "AgentAlive",
     "AgentNotFound",
     "AgentRecord",
     "AmbiguousAgent",
@@ -52,18 +56,22 @@ __all__ = [
     "BadForkPoint",
     "DatabaseUnreachable",
     "Entry",
+    "ImportedRow",
     "InvalidEntry",
     "MailRecord",
     "MessageRecord",
     "NameTaken",
     "NoSuchApproval",
     "NoSuchMark",
+    "Outline",
     "QueuedPrompt",
+    "Removal",
     "Replayed",
     "SchemaDrift",
     "SchemaOutOfDate",
     "Store",
     "StoreError",
+    "StoredRow",
     "UsageReport",
     "UsageTotals",
     "data_dir",

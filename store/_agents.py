@@ -72,12 +72,15 @@ class AgentsMixin(StoreBase):
 
     def find_agents(self, ref: str) -> list[AgentRecord]:
         """Agents ``ref`` may mean: the exact id, live agents of that name, ids
-        starting with it, dead agents of that name — in that order, no repeats."""
+        starting with it, dead agents of that name — in that order, no repeats.
+        A removed agent (hidden) is found by its id or a prefix, not by name."""
         ref = ref.strip()
         a = agents.c
         with self._read() as conn:
             found = conn.execute(
-                sa.select(agents).where(a.name == ref).order_by(a.uuid.desc())
+                sa.select(agents)
+                .where(a.name == ref, a.hidden_at.is_(None))
+                .order_by(a.uuid.desc())
             ).all()
             live = [r for r in found if r.status != "dead"]
             dead = [r for r in found if r.status == "dead"]
@@ -119,14 +122,21 @@ class AgentsMixin(StoreBase):
         return candidates[0]  # newest dead agent of that name
 
     def list_agents(
-        self, *, include_dead: bool = False, parent_uuid: str | None = None
+        self,
+        *,
+        include_dead: bool = False,
+        parent_uuid: str | None = None,
+        include_hidden: bool = True,
     ) -> list[AgentRecord]:
         """Agents, oldest first; only live ones unless ``include_dead``; only the
-        direct children of ``parent_uuid`` when given."""
+        direct children of ``parent_uuid`` when given; removed (hidden) dead
+        agents too unless ``include_hidden`` is false."""
         a = agents.c
         q = sa.select(agents).order_by(a.uuid)
         if not include_dead:
             q = q.where(a.status != "dead")
+        if not include_hidden:
+            q = q.where(a.hidden_at.is_(None))
         if parent_uuid is not None:
             q = q.where(a.parent_uuid == parent_uuid)
         with self._read() as conn:

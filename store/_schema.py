@@ -87,6 +87,12 @@ agents = sa.Table(
     # the MCP servers it may use, a JSON list of names ([]: none); NULL: the
     # configured defaults. A fork inherits its parent's
     sa.Column("mcp", sa.Text(), nullable=True),
+    # when it was removed from listings (agent.remove, agent.prune; a dead agent
+    # only); NULL: listed. Its id still finds it, its name no longer does (0006)
+    sa.Column("hidden_at", UTCDateTime(), nullable=True),
+    # when its rows were purged: the row stays (hidden) only while other
+    # agents' lineages still read some of its rows, or it has children (0006)
+    sa.Column("purged_at", UTCDateTime(), nullable=True),
     sa.Index("ix_agents_parent_uuid", "parent_uuid"),
     # a name is unique among live agents; dead ones keep theirs
     sa.Index(

@@ -9,20 +9,33 @@ the transactions, the lineage cache, the shared row writers):
     _usage.py     token totals and cost
     _turns.py     the durable prompt queue and turn boundaries
     _approvals.py tool calls asked about, and the permission rows of decisions
+    _admin.py     rename, remove and purge; last activity; a lineage's outline
+    _transfer.py  a lineage as stored (export); a new agent from such rows (import)
     _rows.py      entries -> rows (with their checks), SQL rows -> records
 """
 
 from __future__ import annotations
 
+from ._admin import AdminMixin
 from ._agents import AgentsMixin
 from ._approvals import ApprovalsMixin
 from ._mail import MailMixin
 from ._messages import MessagesMixin
+from ._transfer import TransferMixin
 from ._turns import TurnsMixin
 from ._usage import UsageMixin
 
 
-class Store(AgentsMixin, MessagesMixin, MailMixin, UsageMixin, TurnsMixin, ApprovalsMixin):
+class Store(
+    TransferMixin,  # first: it builds on AgentsMixin
+    AgentsMixin,
+    MessagesMixin,
+    MailMixin,
+    UsageMixin,
+    TurnsMixin,
+    ApprovalsMixin,
+    AdminMixin,
+):
     """SQL history of every agent: SQLite file (default) or PostgreSQL.
 
     Synchronous and thread-safe: call it from trio with

@@ -59,6 +59,7 @@ class AgentRecord(msgspec.Struct, frozen=True, kw_only=True):
     cwd: str | None = None  # where its tools run; None: the daemon's own
     policy: str | None = None  # its policy chain, JSON list of names; None: the default
     mcp: str | None = None  # its MCP servers, JSON list of names; None: the configured defaults
+    hidden_at: datetime | None = None  # removed from listings (agent.remove); None: listed
 
     @property
     def alive(self) -> bool:

@@ -39,7 +39,7 @@ CANARY = "canary-kq"
 THROWAWAY = ["tw-a", "tw-b", "tw-c"]
 # what would change the canary's stream or state if aimed at it: only throwaway
 # agents (or nobody) may be their target
-MUTATING = {"agent.kill", "agent.cancel", "agent.clear", "agent.rewind", "agent.mark", "agent.set_model", "agent.set_system", "agent.prompt", "mail.send", "agent.compact"}
+MUTATING = {"agent.kill", "agent.cancel", "agent.clear", "agent.rewind", "agent.mark", "agent.set_model", "agent.set_system", "agent.prompt", "mail.send", "agent.compact", "agent.rename", "agent.remove"}
 EXCLUDED = {"daemon.shutdown", "daemon.reload"}  # the daemon must keep running as it is
 METHODS = sorted(set(PARAMS) - EXCLUDED)
 CODES = {-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32004, -32005}
@@ -185,8 +185,10 @@ _by_field: dict[str, Any] = {
     "decision": st.sampled_from(["allow", "deny", "maybe"]) | _plain,
     "remember": st.sampled_from(["once", "agent", "session", "forever"]) | _plain,
     "reason": _plain | st.none(),
+    "turn": st.sampled_from(["nope-1"]) | _plain,
+    "document": _values,
 }
-_BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread"}
+_BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread", "blocks", "signatures", "purge", "force", "dry_run"}
 
 
 @st.composite

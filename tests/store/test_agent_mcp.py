@@ -65,6 +65,7 @@ def test_migration_0005_adds_and_drops_the_column_keeping_the_agents(empty_db_ur
 
     assert migrate.upgrade(url, "0005") == "0005"
     assert "mcp" in _columns(url)
+    migrate.upgrade(url)  # the Store reads the head schema
     with Store(url, upgrade=False) as s:
         old = s.resolve("old")
         assert (old.mcp, old.policy) == (None, '["default"]')  # an old agent: the defaults

@@ -1,11 +1,15 @@
 """Exit codes and the errors ikictl maps to them, defined once.
 
-RpcError (an error answer from the daemon) is daemon.protocol's, the contract
-both sides import; it is not re-exported here so that importing this module
-costs nothing at start-up (``ikictl --version`` imports it).
+DaemonUnreachable and UsageError are the client library's (ikigai.errors):
+what the library raises for a request that cannot be sent is a usage error
+here too. RpcError (an error answer from the daemon) is daemon.protocol's; it
+is not re-exported here so that importing this module costs nothing at
+start-up (``ikictl --version`` imports it).
 """
 
 from __future__ import annotations
+
+from ikigai.errors import DaemonUnreachable, UsageError
 
 __all__ = [
     "EXIT_ERROR",
@@ -24,11 +28,3 @@ EXIT_USAGE = 2  # bad command-line input
 EXIT_UNREACHABLE = 3  # no daemon answers
 EXIT_NOT_FOUND = 4  # no such agent, or an ambiguous reference
 EXIT_INTERRUPTED = 130  # Ctrl+C
-
-
-class DaemonUnreachable(Exception):
-    """No daemon answers on the socket (exit code 3)."""
-
-
-class UsageError(Exception):
-    """Bad command-line input found after parsing (exit code 2)."""

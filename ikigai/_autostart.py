@@ -1,7 +1,7 @@
-"""Starting ikigaid in the background when a command finds no daemon.
+"""Connecting, and starting ikigaid in the background when no daemon answers.
 
-Its own module so that client.py (which autostarts) and daemonctl.py (which
-starts and stops on request) both use it without importing each other.
+Its own module so that both clients (which autostart) and ikictl's
+daemonctl (which starts and stops on request) use it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from daemon import protocol as p
-from ikictl._errors import DaemonUnreachable
+from ikigai.errors import DaemonUnreachable
 
 AUTOSTART_WAIT = 10.0  # seconds
 

@@ -1,8 +1,9 @@
-"""A small synchronous JSON-RPC client on the daemon's control socket.
+"""The synchronous connection: JSON-RPC over the daemon's control socket.
 
-Standard library only (socket + json): it is on every command's hot path.
-One connection carries many requests; responses are matched by id and the
-``agent.event`` notifications that arrive meanwhile are queued in order.
+Standard library only (socket + json): it is on every ikictl command's hot
+path. One connection carries many requests; responses are matched by id. The
+notifications that arrive meanwhile are queued in order: those of a routed
+subscription in its own bounded inbox (``route``), the rest in one queue.
 """
 
 from __future__ import annotations
@@ -18,50 +19,31 @@ import time
 from collections import deque
 
 from daemon.protocol import DAEMON_STATUS, LINE_TOO_LONG, RpcError, socket_path
-from ikictl._errors import DaemonUnreachable, UsageError
+from ikigai._inbox import Inbox
+from ikigai.errors import DaemonUnreachable, RequestTooLarge, UsageError
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Self
 
 __all__ = [
-    "Client",
+    "Connection",
     "DaemonUnreachable",
     "RequestTooLarge",
     "RpcError",
-    "connect",
     "default_socket",
 ]
 
 # the smallest max_line_bytes the daemon's config accepts: a line this short
 # always fits, and only a longer one costs a question about the limit
-_SMALLEST_LIMIT = 1024
-_WHAT = {
-    "agent.prompt": "the prompt",
-    "agent.create": "the prompt",
-    "agent.fork": "the prompt",
-    "mail.send": "the mail",
-    "agent.set_system": "the system prompt",
-}
-
-
-class RequestTooLarge(UsageError):
-    """A request line longer than the daemon's max_line_bytes (exit code 2)."""
-
-    def __init__(self, method: str, size: int, limit: int | None) -> None:
-        what = _WHAT.get(method, f"the {method} request")
-        of = f"limit {limit:,}" if limit else "over the daemon's limit"
-        super().__init__(
-            f"{what} is too large: {size:,} bytes, {of} (max_line_bytes in config.json)"
-        )
-        self.size, self.limit = size, limit
+SMALLEST_LIMIT = 1024
 
 
 def default_socket(override: str | None = None) -> str:
     return override or str(socket_path())
 
 
-class Client:
+class Connection:
     def __init__(self, sock: _socket.socket, path: str) -> None:
         self.sock = sock
         self.path = path
@@ -72,24 +54,18 @@ class Client:
         self.line_limit: int | None = None  # the daemon's max_line_bytes, once it told
         self._asked_limit = False
         self._big: tuple[str, int] | None = None  # the last long line sent: method, size
+        self._inboxes: dict[int, Inbox] = {}  # routed subscriptions' notifications
 
     @classmethod
-    def open(cls, path: str, timeout: float | None = None) -> Client:
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        try:
-            sock.settimeout(timeout)
-            sock.connect(path)
-            sock.settimeout(None)
-        except BaseException:
-            sock.close()
-            raise
-        return cls(sock, path)
+    def open(cls, path: str, timeout: float | None = None) -> Self:
+        """Connect to the socket at ``path`` (no autostart)."""
+        return cls(open_socket(path, timeout), path)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.close()
 
-    def __enter__(self) -> Client:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -100,18 +76,9 @@ class Client:
     def send(self, method: str, params: dict[str, Any] | None = None) -> int:
         """Write one request; returns its id (read the answer with ``wait``)."""
         self._next_id += 1
-        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self._next_id, "method": method}
-        if params:
-            msg["params"] = {k: v for k, v in params.items() if v is not None}
-        try:
-            data = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-        except UnicodeEncodeError as e:  # a surrogate: argv bytes that were not UTF-8
-            bad = e.object[e.start] if isinstance(e.object, str) else "?"
-            raise UsageError(
-                f"an argument of {method} is not valid UTF-8 (byte 0x{ord(bad) & 0xFF:02x}); "
-                "give text"
-            ) from None
-        if len(data) > _SMALLEST_LIMIT:
+        rid = self._next_id  # asking the limit below sends a request of its own
+        data = encode_request(rid, method, params)
+        if len(data) > SMALLEST_LIMIT:
             limit = self._limit()
             if limit is not None and len(data) > limit:
                 raise RequestTooLarge(method, len(data), limit)
@@ -123,7 +90,7 @@ class Client:
             raise DaemonUnreachable(
                 f"the daemon closed the connection ({e.strerror or e})"
             ) from None
-        return self._next_id
+        return rid
 
     def _limit(self) -> int | None:
         """The daemon's line limit, asked once (None: it does not report one)."""
@@ -133,9 +100,7 @@ class Client:
                 status = self.call(DAEMON_STATUS)
             except RpcError:
                 return None
-            limit = status.get("max_line_bytes") if isinstance(status, dict) else None
-            if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
-                self.line_limit = limit
+            self.line_limit = line_limit_of(status)
         return self.line_limit
 
     def _last_words(self) -> None:
@@ -153,16 +118,17 @@ class Client:
         notification in the queue; an error for no request (id null: the
         daemon refused the connection's line) is raised here."""
         if "method" in msg:
-            self.notifications.append(msg)
+            box = self._inboxes.get(_sid(msg))
+            if box is not None:
+                box.put(msg)
+            else:
+                self.notifications.append(msg)
             return
         rid = msg.get("id")
-        err = msg.get("error")
-        if rid is None and isinstance(err, dict):
-            code, message = err.get("code", 0), str(err.get("message", ""))
-            if code == LINE_TOO_LONG and self._big is not None:
-                raise RequestTooLarge(*self._big, self.line_limit or _limit_in(message))
-            raise RpcError(code, message, err.get("data"))
-        self._responses[rid] = msg  # type: ignore[index]
+        if rid is None and "error" in msg:
+            raise refusal(msg["error"], self._big, self.line_limit)
+        if type(rid) is int:  # any other id answers no request of ours
+            self._responses[rid] = msg
 
     def wait(self, rid: int) -> Any:
         """The result of request ``rid``; raises RpcError for an error answer.
@@ -174,14 +140,21 @@ class Client:
             if msg is None:  # no deadline was given: only a timeout set on the socket elsewhere
                 continue
             self._keep(msg)
-        msg = self._responses.pop(rid)
-        err = msg.get("error")
-        if err is not None:
-            raise RpcError(err.get("code", 0), err.get("message", ""), err.get("data"))
-        return msg.get("result")
+        return result_of(self._responses.pop(rid))
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         return self.wait(self.send(method, params))
+
+    def wait_for(self, rid: int, timeout: float | None = None) -> Any:
+        """``wait``, raising TimeoutError after ``timeout`` seconds (None: no limit)."""
+        if timeout is not None:
+            deadline = time.monotonic() + timeout
+            while rid not in self._responses:
+                msg = self.read_message(deadline)
+                if msg is None:
+                    raise TimeoutError(f"no answer from the daemon within {timeout:g} s")
+                self._keep(msg)
+        return self.wait(rid)
 
     def next_notification(self, timeout: float | None = None) -> dict[str, Any] | None:
         """The next queued or arriving notification; None after ``timeout`` seconds."""
@@ -195,6 +168,32 @@ class Client:
             if "method" in msg:
                 return msg
             self._keep(msg)
+
+    # ------------------------------------------------------------ subscriptions
+
+    def route(self, sid: int) -> None:
+        """Keep subscription ``sid``'s notifications apart, for ``next_of``
+        (those already queued move there)."""
+        box = self._inboxes[sid] = Inbox()
+        kept: deque[dict[str, Any]] = deque()
+        for msg in self.notifications:
+            (box.put if _sid(msg) == sid else kept.append)(msg)
+        self.notifications = kept
+
+    def unroute(self, sid: int) -> None:
+        """Stop keeping ``sid``'s notifications (what is left of them is dropped)."""
+        self._inboxes.pop(sid, None)
+
+    def next_of(self, sid: int, timeout: float | None = None) -> dict[str, Any] | None:
+        """The next notification of routed subscription ``sid``; None after ``timeout``."""
+        box = self._inboxes[sid]
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not box:
+            msg = self.read_message(deadline)
+            if msg is None:
+                return None
+            self._keep(msg)
+        return box.get()
 
     # ------------------------------------------------------------ framing
 
@@ -231,7 +230,71 @@ class Client:
             self._buf += chunk
 
 
-def _limit_in(message: str) -> int | None:
+def encode_request(rid: int, method: str, params: dict[str, Any] | None) -> bytes:
+    """One request line; params whose value is None are left out (the
+    daemon's default). UsageError for text that is not valid UTF-8."""
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params:
+        msg["params"] = {k: v for k, v in params.items() if v is not None}
+    try:
+        return json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    except UnicodeEncodeError as e:  # a surrogate: argv bytes that were not UTF-8
+        bad = e.object[e.start] if isinstance(e.object, str) else "?"
+        raise UsageError(
+            f"an argument of {method} is not valid UTF-8 (byte 0x{ord(bad) & 0xFF:02x}); give text"
+        ) from None
+
+
+def result_of(msg: dict[str, Any]) -> Any:
+    """An answer's result; RpcError for an error answer."""
+    err = msg.get("error")
+    if err is None:
+        return msg.get("result")
+    raise rpc_error(err)
+
+
+def rpc_error(err: object) -> Exception:
+    """An answer's ``error`` member as the exception to raise: RpcError, or
+    DaemonUnreachable when it is not the object JSON-RPC says it is."""
+    if not isinstance(err, dict):
+        return DaemonUnreachable(
+            "what answers on the socket is not an ikigai daemon: it sent an error "
+            "that is not a JSON object"
+        )
+    code = err.get("code")
+    message = err.get("message")
+    return RpcError(
+        code if type(code) is int else 0,
+        message if isinstance(message, str) else str(message or ""),
+        err.get("data"),
+    )
+
+
+def refusal(err: object, big: tuple[str, int] | None, limit: int | None) -> Exception:
+    """An error answer to no request (id null): the daemon refused the
+    connection's line; the one too long is said as such."""
+    e = rpc_error(err)
+    if isinstance(e, RpcError) and e.code == LINE_TOO_LONG and big is not None:
+        return RequestTooLarge(*big, limit or limit_in(e.message))
+    return e
+
+
+def line_limit_of(status: object) -> int | None:
+    """max_line_bytes from a daemon.status answer (None: it does not say)."""
+    limit = status.get("max_line_bytes") if isinstance(status, dict) else None
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0:
+        return limit
+    return None
+
+
+def _sid(msg: dict[str, Any]) -> int:
+    """The subscription a notification belongs to (-1: none)."""
+    params = msg.get("params")
+    sid = params.get("subscription") if isinstance(params, dict) else None
+    return sid if type(sid) is int else -1
+
+
+def limit_in(message: str) -> int | None:
     """The limit the daemon names in its refusal ("line longer than N bytes")."""
     import re
 
@@ -258,13 +321,14 @@ def _message(line: bytes) -> dict[str, Any]:
 # ---------------------------------------------------------------- connecting
 
 
-def connect(path: str | None = None, *, autostart: bool = True, quiet: bool = True) -> Client:
-    """A connection to the daemon; with ``autostart``, start one when none answers."""
-    path = default_socket(path)
+def connect_socket(path: str, *, autostart: bool, timeout: float | None = None) -> _socket.socket:
+    """A connected socket to the daemon at ``path``; with ``autostart``, start
+    one when none answers (IKIGAI_AUTOSTART=0 or config "autostart": false
+    turn that off)."""
     try:
-        return Client.open(path)
+        return open_socket(path, timeout)
     except (FileNotFoundError, ConnectionRefusedError, NotADirectoryError) as e:
-        first = e
+        first: OSError = e
     except OSError as e:
         raise DaemonUnreachable(f"cannot connect to {path}: {e.strerror or e}") from None
     if not autostart or not autostart_allowed():
@@ -272,10 +336,22 @@ def connect(path: str | None = None, *, autostart: bool = True, quiet: bool = Tr
         raise DaemonUnreachable(
             f"no daemon answers at {path} ({why}); start one with `ikictl daemon start`"
         )
-    from ikictl._autostart import start_daemon
+    from ikigai._autostart import start_daemon
 
-    start_daemon(path, quiet=quiet)
-    return Client.open(path)
+    start_daemon(path)
+    return open_socket(path, timeout)
+
+
+def open_socket(path: str, timeout: float | None = None) -> _socket.socket:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        sock.settimeout(None)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def autostart_allowed() -> bool:
@@ -283,10 +359,8 @@ def autostart_allowed() -> bool:
     flag = os.environ.get("IKIGAI_AUTOSTART", "").strip().lower()
     if flag in ("0", "false", "no", "off"):
         return False
-    try:
-        from daemon.paths import read_autostart, resolve_paths
-    except ImportError:
-        return True
+    from daemon.paths import read_autostart, resolve_paths
+
     try:
         return bool(read_autostart(resolve_paths(os.environ).config_file))
     except Exception as e:  # a broken config must not hide the real error

@@ -1,0 +1,286 @@
+"""Every control method as a typed call.
+
+``scripts/unasync`` writes ikigai/_methods.py (the synchronous twin) from
+this file; edit this one.
+
+tests/client/test_unasync.py fails when the two differ. Each method's
+result is the TypedDict of daemon.results that the daemon is held to
+(docs/protocol.md shows them; docs/protocol.schema.json is their JSON Schema).
+"""
+
+from __future__ import annotations
+
+from daemon import protocol as p
+from ikigai._astream import AsyncSubscription, AsyncTurn
+from ikigai.errors import RpcError, TurnFailed
+
+TYPE_CHECKING = False  # importing typing itself costs ikictl start-up time
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from daemon import results as R
+
+    Remember = Literal["once", "agent", "session"]
+
+
+class AsyncMethods:
+    """The typed methods of AsyncClient (the connection supplies ``call``,
+    ``send``, ``route``, ``unroute`` and ``next_of``)."""
+
+    path: str
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        raise NotImplementedError
+
+    async def send(self, method: str, params: dict[str, Any] | None = None) -> int:
+        raise NotImplementedError
+
+    async def wait_for(self, rid: int, timeout: float | None = None) -> Any:
+        raise NotImplementedError
+
+    def route(self, sid: int) -> None:
+        raise NotImplementedError
+
+    def unroute(self, sid: int) -> None:
+        raise NotImplementedError
+
+    async def next_of(self, sid: int, timeout: float | None = None) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ the daemon
+
+    async def status(self) -> R.Status:
+        """Version, protocol_version, pid, uptime, agents, max_line_bytes..."""
+        return await self.call(p.DAEMON_STATUS)
+
+    async def reload(self) -> R.Ok:
+        """Read config.json and credentials.json again (as SIGHUP)."""
+        return await self.call(p.DAEMON_RELOAD)
+
+    async def shutdown(self) -> R.Ok:
+        """Stop the daemon gracefully (it answers first)."""
+        return await self.call(p.DAEMON_SHUTDOWN)
+
+    async def models(self, provider: str | None = None) -> list[R.ModelRow]:
+        return await self.call(p.MODELS_LIST, {"provider": provider})
+
+    async def providers(self) -> list[R.ProviderRow]:
+        return await self.call(p.PROVIDERS_LIST)
+
+    # ------------------------------------------------------------ agents
+
+    async def create(
+        self,
+        *,
+        model: str | None = None,
+        name: str | None = None,
+        system: str | None = None,
+        cwd: str | None = None,
+        policy: str | None = None,
+        mcp: list[str] | None = None,
+    ) -> R.Created:
+        """A new agent (``model`` as "provider/model/thinking", an alias, or
+        the daemon's default). Prompt it with ``prompt``."""
+        params: dict[str, Any] = {"model": model, "name": name, "system": system, "cwd": cwd}
+        params.update({"policy": policy, "mcp": mcp})
+        return await self.call(p.AGENT_CREATE, params)
+
+    async def fork(
+        self,
+        agent: str,
+        *,
+        model: str | None = None,
+        name: str | None = None,
+        at: int | None = None,
+        cwd: str | None = None,
+        policy: str | None = None,
+        mcp: list[str] | None = None,
+    ) -> R.Created:
+        """A child that inherits ``agent``'s history (up to message ``at``)
+        and model, unless given another ``model``."""
+        params: dict[str, Any] = {
+            "agent": agent,
+            "model": model,
+            "name": name,
+            "at": at,
+            "cwd": cwd,
+        }
+        params.update({"policy": policy, "mcp": mcp})
+        return await self.call(p.AGENT_FORK, params)
+
+    async def agents(self, *, include_dead: bool = False) -> list[R.ListedAgent]:
+        """Every agent (``include_dead``: the ended ones too; removed ones never)."""
+        return await self.call(p.AGENT_LIST, {"include_dead": include_dead})
+
+    async def show(self, agent: str) -> R.ShownAgent:
+        return await self.call(p.AGENT_SHOW, {"agent": agent})
+
+    async def prompt(self, agent: str, text: str) -> AsyncTurn:
+        """Queue ``text`` as the agent's next turn; the handle streams the
+        turn's events (subscribed before the prompt is sent, so none is
+        missed) and ``wait()`` gives how it ended."""
+        sub = await self.subscribe(agent)
+        try:
+            queued: R.Queued = await self.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
+        except BaseException:
+            await sub.aclose()
+            raise
+        return AsyncTurn(self, sub, queued["turn"], queued["position"])
+
+    async def ask(
+        self, agent: str, text: str, *, check: bool = False, timeout: float | None = None
+    ) -> R.TurnOutcome:
+        """Prompt and wait for the outcome, without streaming: ``reply``,
+        ``status``, ``usage``, ``cost_usd``. ``check``: raise TurnFailed unless
+        it completed."""
+        rid = await self.send(p.AGENT_PROMPT, {"agent": agent, "text": text, "wait": True})
+        try:
+            outcome: R.TurnOutcome = await self.wait_for(rid, timeout)
+        except RpcError as e:
+            if e.code != p.TURN_FAILED or not isinstance(e.data, dict):
+                raise
+            outcome = e.data  # type: ignore[assignment]
+        if check and outcome.get("status") != "completed":
+            raise TurnFailed(outcome)
+        return outcome
+
+    async def wait_turn(
+        self, agent: str, turn: str, *, check: bool = False, timeout: float | None = None
+    ) -> R.TurnOutcome:
+        """How ``turn`` ended, once it has (the daemon keeps the last 64 turns')."""
+        rid = await self.send(p.AGENT_WAIT, {"agent": agent, "turn": turn})
+        outcome: R.TurnOutcome = await self.wait_for(rid, timeout)
+        if check and outcome.get("status") != "completed":
+            raise TurnFailed(outcome)
+        return outcome
+
+    async def subscribe(self, agent: str, *, from_seq: int | None = None) -> AsyncSubscription:
+        """The agent's events from now (or from ``from_seq``, what the daemon
+        still keeps), resumed by itself when the connection falls behind."""
+        params: dict[str, Any] = {"agent": agent, "from_seq": from_seq}
+        sub: R.Subscribed = await self.call(p.AGENT_SUBSCRIBE, params)
+        sid = sub["subscription"]
+        self.route(sid)
+        return AsyncSubscription(self, agent, sid, from_seq or sub["next_seq"])
+
+    async def cancel(self, agent: str, *, at_boundary: bool = False) -> R.Cancelled:
+        params: dict[str, Any] = {"agent": agent, "at_boundary": at_boundary}
+        return await self.call(p.AGENT_CANCEL, params)
+
+    async def kill(self, agent: str) -> R.Killed:
+        """End the agent and all its descendants (history kept)."""
+        return await self.call(p.AGENT_KILL, {"agent": agent})
+
+    async def set_model(self, agent: str, model: str, *, queue: bool = False) -> R.ModelInfo:
+        params: dict[str, Any] = {"agent": agent, "model": model, "queue": queue}
+        return await self.call(p.AGENT_SET_MODEL, params)
+
+    async def set_system(self, agent: str, text: str) -> R.Ok:
+        params: dict[str, Any] = {"agent": agent, "text": text}
+        return await self.call(p.AGENT_SET_SYSTEM, params)
+
+    async def rename(self, agent: str, name: str) -> R.AgentInfo:
+        params: dict[str, Any] = {"agent": agent, "name": name}
+        return await self.call(p.AGENT_RENAME, params)
+
+    async def remove(self, agent: str, *, purge: bool = False, force: bool = False) -> R.Removed:
+        """Take an ended agent out of every listing (``purge``: delete its
+        rows too, except those a descendant still reads; ``force``: kill it first)."""
+        params: dict[str, Any] = {"agent": agent, "purge": purge, "force": force}
+        return await self.call(p.AGENT_REMOVE, params)
+
+    async def prune(self, *, purge: bool = False, dry_run: bool = False) -> R.Removed:
+        """``remove`` every ended agent."""
+        return await self.call(p.AGENT_PRUNE, {"purge": purge, "dry_run": dry_run})
+
+    # ------------------------------------------------------------ history
+
+    async def history(
+        self,
+        agent: str,
+        *,
+        limit: int | None = None,
+        before: int | None = None,
+        blocks: bool = False,
+        signatures: bool = False,
+    ) -> R.History:
+        """The agent's rows, oldest first (its ancestors' up to each fork
+        point too); ``blocks``: each message's blocks, model, usage, turn."""
+        params: dict[str, Any] = {"agent": agent, "limit": limit, "before": before}
+        params.update({"blocks": blocks or None, "signatures": signatures or None})
+        return await self.call(p.AGENT_HISTORY, params)
+
+    async def usage(self, agent: str, *, descendants: bool = False) -> R.UsageReport:
+        """Tokens and cost of ``agent`` (with ``descendants``: its whole tree)."""
+        params: dict[str, Any] = {"agent": agent, "descendants": descendants or None}
+        return await self.call(p.AGENT_USAGE, params)
+
+    async def usage_all(self) -> R.AllUsage:
+        """Tokens and cost of every agent, tree by tree."""
+        return await self.call(p.AGENT_USAGE)
+
+    async def clear(self, agent: str) -> R.MessageId:
+        return await self.call(p.AGENT_CLEAR, {"agent": agent})
+
+    async def mark(self, agent: str, label: str | None = None) -> R.MessageId:
+        params: dict[str, Any] = {"agent": agent, "label": label}
+        return await self.call(p.AGENT_MARK, params)
+
+    async def rewind(self, agent: str, label: str | None = None) -> R.MessageId:
+        params: dict[str, Any] = {"agent": agent, "label": label}
+        return await self.call(p.AGENT_REWIND, params)
+
+    async def compact(self, agent: str, *, keep: int | None = None) -> R.Compacted:
+        params: dict[str, Any] = {"agent": agent, "keep": keep}
+        return await self.call(p.AGENT_COMPACT, params)
+
+    async def export(self, agent: str, *, signatures: bool = True) -> R.ExportDoc:
+        """The agent's whole lineage and settings as one document (ExportDoc)."""
+        return await self.call(p.AGENT_EXPORT, {"agent": agent, "signatures": signatures})
+
+    async def import_agent(
+        self, document: R.ExportDoc | dict[str, Any], *, name: str | None = None
+    ) -> R.Created:
+        """A new agent from an ``export`` document: its history and model."""
+        params: dict[str, Any] = {"document": document, "name": name}
+        return await self.call(p.AGENT_IMPORT, params)
+
+    # ------------------------------------------------------------ mail, approvals
+
+    async def send_mail(self, to: str, text: str, *, sender: str | None = None) -> R.MailId:
+        """Mail ``to`` (it takes it as its next prompt), from agent ``sender``."""
+        params: dict[str, Any] = {"to": to, "text": text, "from": sender}
+        return await self.call(p.MAIL_SEND, params)
+
+    async def inbox(self, agent: str, *, unread: bool = False) -> list[R.Mail]:
+        params: dict[str, Any] = {"agent": agent, "unread": unread}
+        return await self.call(p.MAIL_INBOX, params)
+
+    async def approvals(self, agent: str | None = None) -> list[R.Approval]:
+        """The tool calls waiting for an answer."""
+        return await self.call(p.APPROVALS_LIST, {"agent": agent})
+
+    async def approve(self, approval: str, *, remember: Remember = "once") -> R.Approved:
+        params: dict[str, Any] = {"approval": approval, "decision": "allow", "remember": remember}
+        return await self.call(p.AGENT_APPROVE, params)
+
+    async def deny(
+        self, approval: str, *, reason: str | None = None, remember: Remember = "once"
+    ) -> R.Approved:
+        params: dict[str, Any] = {"approval": approval, "decision": "deny", "reason": reason}
+        params["remember"] = remember
+        return await self.call(p.AGENT_APPROVE, params)
+
+    # ------------------------------------------------------------ MCP
+
+    async def mcp_servers(self) -> R.McpServers:
+        return await self.call(p.MCP_LIST)
+
+    async def mcp_tools(self, server: str) -> R.McpTools:
+        return await self.call(p.MCP_TOOLS, {"server": server})
+
+    async def mcp_prompts(self, server: str) -> R.McpPrompts:
+        return await self.call(p.MCP_PROMPTS, {"server": server})
+
+    async def mcp_restart(self, server: str) -> R.McpServerState:
+        return await self.call(p.MCP_RESTART, {"server": server})

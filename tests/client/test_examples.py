@@ -1,0 +1,67 @@
+"""The documented examples (examples/*.py) run as scripts against the real
+daemon: what docs/scripting.md shows works."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import ikigai
+
+from .conftest import Daemon
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_example(daemon: Daemon, name: str, *args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name), "--socket", str(daemon.socket), *args],
+        capture_output=True, text=True, env=daemon.env, timeout=60, **kw,
+    )
+
+
+def test_fanout_gathers_ten_answers(daemon):
+    r = run_example(daemon, "fanout.py")
+    assert r.returncode == 0, r.stderr
+    rows = [line.split("\t") for line in r.stdout.splitlines()]
+    assert [row[0] for row in rows] == [str(i) for i in range(10)]
+    assert all(row[1] == "completed" for row in rows)
+    # each fork answered its own question (the fake echoes the prompt)
+    for _i, _status, question, reply in rows:
+        assert f"You said: {question}" in reply
+    assert "10 forks, 0 failed" in r.stderr
+    with ikigai.connect(str(daemon.socket), autostart=False) as c:
+        forks = [a for a in c.agents() if a["name"].startswith("fanout-") and a["name"] != "fanout-root"]
+        root = next(a for a in c.agents() if a["name"] == "fanout-root")
+        assert len(forks) == 10 and all(a["parent"] == root["uuid"] for a in forks)
+        # a fork's history starts with what it inherited from the root
+        hist = c.history(forks[0]["uuid"])["messages"]
+        assert [m["agent"] for m in hist[:2]] == [root["uuid"]] * 2
+
+
+def test_watch_tools_logs_each_call_as_it_happens(daemon):
+    with ikigai.connect(str(daemon.socket), autostart=False) as c:
+        agent = c.create(name="watched")["agent"]["uuid"]
+        watcher = subprocess.Popen(
+            [sys.executable, str(ROOT / "examples" / "watch_tools.py"), agent, "--count", "2",
+             "--socket", str(daemon.socket)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=daemon.env,
+        )
+        try:
+            assert watcher.stderr.readline().startswith("watching")
+            first = c.prompt(agent, "run a tool please")
+            second = c.prompt(agent, "run another command please")
+            assert first.wait()["status"] == "completed" and second.wait()["status"] == "completed"
+            out, err = watcher.communicate(timeout=30)
+        finally:
+            if watcher.poll() is None:
+                watcher.kill()
+                time.sleep(0.1)
+    assert watcher.returncode == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 4, out
+    assert [line.split()[2:4] for line in lines] == [["call", "bash"], ["ok", "bash:"]] * 2
+    assert [line.split()[1] for line in lines] == [first.id, first.id, second.id, second.id]
+    assert '"command"' in lines[0]

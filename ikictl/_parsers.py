@@ -230,3 +230,127 @@ def _add_mcp(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
 
 def _server(p: argparse.ArgumentParser) -> None:
     p.add_argument("server", metavar="SERVER", help="the server's name in config.json")
+
+
+def _quiet(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--quiet", "-q", action="store_true", help=help)
+
+
+def _continue(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--continue",
+        "-c",
+        dest="cont",
+        action="store_true",
+        help="the live agent used last (the newest last_active_at), instead of AGENT",
+    )
+
+
+def _template(p: argparse._ActionsContainer, what: str) -> None:
+    p.add_argument(
+        "--format",
+        metavar="TEMPLATE",
+        help=f"print {what} through TEMPLATE: {{field}} or {{usage.cost_usd}} (the --json "
+        "keys, dotted for nested ones), \\t \\n escapes, {{ }} for braces; an unknown "
+        "field lists the fields",
+    )
+
+
+def _add_ls(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all", "-a", action="store_true", help="include dead agents")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--quiet", "-q", action="store_true", help="only the full uuids, one a line (for scripts)"
+    )
+    _template(g, "each agent on a line")
+
+
+def _add_show(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    _template(p, "the agent")
+
+
+def _add_history(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument("--limit", "-n", type=int, metavar="N", help="only the last N messages")
+    p.add_argument("--before", type=int, metavar="ID", help="page back: messages before this id")
+    p.add_argument(
+        "--full", action="store_true", help="whole contents and thinking, not one line each"
+    )
+    p.add_argument(
+        "--tools",
+        action="store_true",
+        help="by turn: prompts, thinking, tool calls with their arguments and results, answers",
+    )
+    p.add_argument(
+        "--signatures",
+        action="store_true",
+        help="with --json: include the thinking blocks' signatures (opaque provider data)",
+    )
+
+
+def _add_rename(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument("name", metavar="NAME", help="the new name (unique among live agents)")
+
+
+def _purge(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        help=f"also delete {what} messages for good (history a live fork inherits is kept)",
+    )
+
+
+def _add_rm(p: argparse.ArgumentParser) -> None:
+    p.add_argument("agents", metavar="AGENT", nargs="+", help="uuid, unique uuid prefix or name")
+    _purge(p, "their")
+    p.add_argument(
+        "--force",
+        "-f",
+        action="store_true",
+        help="a live agent too: kill it (and its descendants) first",
+    )
+    _quiet(p, "print only the removed uuids, one a line")
+
+
+def _add_prune(p: argparse.ArgumentParser) -> None:
+    _purge(p, "their")
+    p.add_argument(
+        "--dry-run", action="store_true", help="list the dead agents it would remove; remove none"
+    )
+    p.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="do not ask (required when stdin is not a terminal)",
+    )
+    _quiet(p, "print only the removed uuids, one a line")
+
+
+def _add_export(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument(
+        "--format",
+        choices=["json", "markdown"],
+        default="json",
+        help="json (default): the document `ikictl import` reads; markdown: a transcript to read",
+    )
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: stdout)")
+    p.add_argument(
+        "--no-signatures",
+        action="store_true",
+        help="leave out the blocks' signatures (opaque provider data; kept by default, so an "
+        "imported agent shows its provider its own earlier thinking)",
+    )
+
+
+def _add_import(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="a JSON export (`ikictl export`); `-` reads stdin")
+    p.add_argument(
+        "--name",
+        "-n",
+        help="the new agent's name (default: the exported one's; with a suffix "
+        "when a live agent has it)",
+    )
+    _quiet(p, "print only the new agent's uuid")

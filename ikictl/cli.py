@@ -28,7 +28,7 @@ from ikictl._errors import (
     DaemonUnreachable,
     UsageError,
 )
-from ikictl._parsers import _agent, _mcp, _policy
+from ikictl._parsers import _agent, _continue, _mcp, _policy, _quiet
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
@@ -52,9 +52,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "system": ("show or set an agent's system prompt", "commands:cmd_system"),
     "cancel": ("cancel an agent's running turn", "commands:cmd_cancel"),
     "kill": ("end an agent and all its descendants", "commands:cmd_kill"),
+    "rename": ("give an agent another name", "admin:cmd_rename"),
+    "rm": ("remove dead agents from the listings (--purge: delete their history)", "admin:cmd_rm"),
+    "prune": ("remove every dead agent (asks first; -y on a script)", "admin:cmd_prune"),
     "ls": ("list agents as a tree: state, model, thinking, tokens, cost", "commands:cmd_ls"),
     "show": ("one agent's details, usage and last turn", "commands:cmd_show"),
-    "history": ("an agent's messages, oldest first", "commands:cmd_history"),
+    "history": ("an agent's messages, oldest first", "histview:cmd_history"),
+    "export": ("write an agent and its whole history as JSON or Markdown", "transfer:cmd_export"),
+    "import": (
+        "create an agent from a JSON export, with its history and model",
+        "transfer:cmd_import",
+    ),
     "usage": ("tokens and cost of an agent (or everything)", "commands:cmd_usage"),
     "clear": ("start a fresh context for an agent", "commands:cmd_clear"),
     "mark": ("set a checkpoint in an agent's context", "commands:cmd_mark"),
@@ -120,6 +128,13 @@ def _streaming(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-wait", action="store_true", help="start the turn and return at once (print its id)"
     )
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="stdout not a terminal: keep thinking, tool lines and the usage line on it "
+        "(default: stdout gets the answer alone, the rest goes to stderr)",
+    )
 
 
 def _add_new(p: argparse.ArgumentParser) -> None:
@@ -136,6 +151,7 @@ def _add_new(p: argparse.ArgumentParser) -> None:
     _mcp(p, "the agent", "the servers config marks default")
     _prompt(p, False)
     _streaming(p)
+    _quiet(p, "print only the new agent's uuid (with PROMPT: after the turn; the turn's exit code)")
 
 
 def _cwd(p: argparse.ArgumentParser, help: str) -> None:
@@ -143,9 +159,24 @@ def _cwd(p: argparse.ArgumentParser, help: str) -> None:
 
 
 def _add_send(p: argparse.ArgumentParser) -> None:
-    _agent(p)
-    _prompt(p, True)
+    p.usage = "ikictl send [options] AGENT PROMPT\n       ikictl send [options] -c PROMPT"
+    p.add_argument("agent", metavar="AGENT", nargs="?", help="uuid, unique uuid prefix or name")
+    _prompt(p, False)
+    _continue(p)
     _streaming(p)
+
+
+def _check_send(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """AGENT PROMPT, or -c PROMPT: which one the words are depends on -c."""
+    if args.cont:
+        if args.prompt is not None:
+            p.error("with -c/--continue give only the PROMPT (the agent is the one used last)")
+        args.agent, args.prompt = None, args.agent
+        if args.prompt is None:
+            p.error("the following arguments are required: PROMPT")
+    elif args.prompt is None:
+        missing = "PROMPT" if args.agent is not None else "AGENT, PROMPT"
+        p.error(f"the following arguments are required: {missing}")
 
 
 def _add_watch(p: argparse.ArgumentParser) -> None:
@@ -182,6 +213,7 @@ def _add_fork(p: argparse.ArgumentParser) -> None:
     _mcp(p, "the child", "the parent's")
     _prompt(p, False)
     _streaming(p)
+    _quiet(p, "print only the child's uuid (with PROMPT: after the turn; the turn's exit code)")
 
 
 def _add_model(p: argparse.ArgumentParser) -> None:
@@ -219,23 +251,6 @@ def _add_cancel(p: argparse.ArgumentParser) -> None:
 
 def _add_kill(p: argparse.ArgumentParser) -> None:
     _agent(p)
-
-
-def _add_ls(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--all", "-a", action="store_true", help="include dead agents")
-
-
-def _add_show(p: argparse.ArgumentParser) -> None:
-    _agent(p)
-
-
-def _add_history(p: argparse.ArgumentParser) -> None:
-    _agent(p)
-    p.add_argument("--limit", "-n", type=int, metavar="N", help="only the last N messages")
-    p.add_argument("--before", type=int, metavar="ID", help="page back: messages before this id")
-    p.add_argument(
-        "--full", action="store_true", help="whole contents and thinking, not one line each"
-    )
 
 
 def _add_usage(p: argparse.ArgumentParser) -> None:
@@ -284,6 +299,7 @@ def _add_chat(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "agent", metavar="AGENT", nargs="?", help="the agent to talk to (default: a new one)"
     )
+    _continue(p)
     p.add_argument("--model", "-m", metavar="M/T", help="model of the new agent (without AGENT)")
     p.add_argument("--name", "-n", help="name of the new agent (without AGENT)")
     _cwd(p, "the folder the new agent's tools run in (default: the current directory)")
@@ -300,6 +316,11 @@ def _glob_parent() -> argparse.ArgumentParser:
     glob = argparse.ArgumentParser(add_help=False)
     _globals(glob, argparse.SUPPRESS)
     return glob
+
+
+def _check_chat(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.cont and args.agent is not None:
+        p.error("give AGENT or -c/--continue, not both")
 
 
 def _fill(cmd: argparse.ArgumentParser, name: str, glob: argparse.ArgumentParser) -> None:
@@ -388,6 +409,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     rest = argv[idx + 1 :]
     # intermixed: `ikictl fork A --model M "prompt"` puts a positional after options
     args = cmd.parse_args(rest) if name in SUBACTIONS else cmd.parse_intermixed_args(rest)
+    check = globals().get(f"_check_{name}")
+    if check is not None:
+        check(cmd, args)
     args.command = name
     for opt in ("json", "no_autostart", "socket"):
         if getattr(args, opt, None) is None:

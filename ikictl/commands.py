@@ -24,7 +24,6 @@ if TYPE_CHECKING:
         AllUsage,
         Cancelled,
         Created,
-        History,
         Killed,
         ListedAgent,
         Mail,
@@ -112,11 +111,57 @@ def _checked(raw: bytes, what: str) -> str:
 def printer(args: argparse.Namespace) -> EventPrinter:
     from ikictl.stream import EventPrinter
 
-    return EventPrinter(
-        color=render.use_color(),
-        thinking=not getattr(args, "no_thinking", False),
-        json_mode=args.json,
-    )
+    thinking = not getattr(args, "no_thinking", False)
+    if getattr(args, "quiet", False):  # ids only: the turn is followed, not shown
+        sink = open(os.devnull, "w")  # noqa: SIM115 (closed with the process)
+        return EventPrinter(sink, thinking=False, json_mode=args.json, live=False)
+    if answer_only(args):
+        return EventPrinter(thinking=thinking, side=sys.stderr)
+    return EventPrinter(color=render.use_color(), thinking=thinking, json_mode=args.json)
+
+
+def answer_only(args: argparse.Namespace) -> bool:
+    """Does stdout get the answer alone (a pipe or file, no --json/--verbose)?
+    Then what a person reads beside it goes to stderr."""
+    if args.json or getattr(args, "verbose", False):
+        return False
+    try:
+        return not sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return True
+
+
+def aside(args: argparse.Namespace, text: str) -> None:
+    """A line about a streamed command (created, forked...): on stdout, or on
+    stderr when stdout carries the answer alone; none with -q."""
+    if getattr(args, "quiet", False):
+        return
+    streams = getattr(args, "prompt", None) is not None and not getattr(args, "no_wait", False)
+    print(text, file=sys.stderr if streams and answer_only(args) else sys.stdout, flush=True)
+
+
+def latest_agent(c: Client) -> str:
+    """The uuid of the live agent used last (``send -c``, ``chat -c``): the
+    newest ``last_active_at`` (its creation for an agent never prompted)."""
+    agents: list[ListedAgent] = c.call(p.AGENT_LIST)
+    live = [a for a in agents if a.get("status") == "running"]
+    if not live:
+        raise p.RpcError(
+            p.AGENT_NOT_FOUND,
+            "no live agent to continue; create one with `ikictl new` (`ikictl ls -a` lists all)",
+        )
+    best = max(live, key=lambda a: (_when(a.get("last_active_at") or a["created_at"]), a["uuid"]))
+    return best["uuid"]
+
+
+def _when(text: object) -> float:
+    from datetime import UTC, datetime
+
+    try:
+        t = datetime.fromisoformat(str(text))
+    except ValueError:
+        return 0.0  # unreadable: never the newest
+    return (t if t.tzinfo else t.replace(tzinfo=UTC)).timestamp()
 
 
 def bounded(value: int | None, option: str, low: int) -> None:
@@ -148,10 +193,17 @@ def _stream(args: argparse.Namespace, c: Client, agent: str, text: str) -> int:
 
     if args.no_wait:
         res: Queued = c.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
-        if not _out(args, res):
+        if not getattr(args, "quiet", False) and not _out(args, res):
             _print_started(res)
         return EXIT_OK
     return run_turn(c, agent, text, printer(args))
+
+
+def _then_id(args: argparse.Namespace, code: int, uuid: str) -> int:
+    """-q: the new agent's uuid, once its first turn (if any) has ended."""
+    if args.quiet:
+        print(uuid, flush=True)
+    return code
 
 
 def _print_started(res: Queued) -> None:
@@ -177,25 +229,28 @@ def cmd_new(args: argparse.Namespace) -> int:
         "mcp": mcp_arg(args),
     }
     res: Created = c.call(p.AGENT_CREATE, params)
+    return _born(args, c, res, text, f"created {render.label(res['agent'])}")
+
+
+def _born(args: argparse.Namespace, c: Client, res: Created, text: str | None, what: str) -> int:
+    """After agent.create / agent.fork: say so, then stream the first prompt."""
     info, model = res["agent"], res["model"]
-    if args.json:
-        if text is None or args.no_wait:
-            render.dump_json(res) if text is None else render.ndjson(res)
-        else:
-            render.ndjson(res)
+    if args.json and not args.quiet:
+        render.dump_json(res) if text is None else render.ndjson(res)
     else:
-        print(f"created {render.label(info)} · {model.get('description')}")
-        _model_lines(model)
-        sys.stdout.flush()
+        aside(args, f"{what} · {model.get('description')}")
+        for w in model.get("warnings") or []:
+            aside(args, f"note: {w}")
     if text is None:
-        return EXIT_OK
-    return _stream(args, c, info["uuid"], text)
+        return _then_id(args, EXIT_OK, info["uuid"])
+    return _then_id(args, _stream(args, c, info["uuid"], text), info["uuid"])
 
 
 def cmd_send(args: argparse.Namespace) -> int:
     text = prompt_text(args.prompt)
     assert text is not None
-    return _stream(args, client(args), args.agent, text)
+    c = client(args)
+    return _stream(args, c, latest_agent(c) if args.cont else args.agent, text)
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
@@ -212,16 +267,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
         "mcp": mcp_arg(args),
     }
     res: Created = c.call(p.AGENT_FORK, params)
-    info, model = res["agent"], res["model"]
-    if args.json:
-        render.dump_json(res) if text is None else render.ndjson(res)
-    else:
-        print(f"forked {args.agent} -> {render.label(info)} · {model.get('description')}")
-        _model_lines(model)
-        sys.stdout.flush()
-    if text is None:
-        return EXIT_OK
-    return _stream(args, c, info["uuid"], text)
+    return _born(args, c, res, text, f"forked {args.agent} -> {render.label(res['agent'])}")
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -291,29 +337,32 @@ def cmd_kill(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    template = None
+    if args.format is not None:
+        from ikictl.fields import Template
+
+        template = Template(args.format)  # a bad one is refused before the daemon is asked
     agents: list[ListedAgent] = client(args).call(p.AGENT_LIST, {"include_dead": args.all or None})
-    if not _out(args, agents):
+    if args.quiet:
+        sys.stdout.write("".join(f"{a['uuid']}\n" for a in agents))
+    elif template is not None:
+        sys.stdout.write(template.render_all(agents, "ListedAgent"))
+    elif not _out(args, agents):
         render.agent_tree(agents, sys.stdout, color=render.use_color())
     return EXIT_OK
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    template = None
+    if args.format is not None:
+        from ikictl.fields import Template
+
+        template = Template(args.format)
     info: ShownAgent = client(args).call(p.AGENT_SHOW, {"agent": args.agent})
-    if not _out(args, info):
+    if template is not None:
+        sys.stdout.write(template.render_all([info], "ShownAgent"))
+    elif not _out(args, info):
         render.show_agent(info, sys.stdout)
-    return EXIT_OK
-
-
-def cmd_history(args: argparse.Namespace) -> int:
-    bounded(args.limit, "--limit", 1)
-    bounded(args.before, "--before", 0)
-    params = {"agent": args.agent, "limit": args.limit, "before": args.before}
-    res: History = client(args).call(p.AGENT_HISTORY, params)
-    if not _out(args, res):
-        msgs = res.get("messages") or []
-        render.history(msgs, sys.stdout, full=args.full, style=render.Style(render.use_color()))
-        if res.get("more") and msgs:
-            print(f"(older messages: ikictl history {args.agent} --before {msgs[0]['id']})")
     return EXIT_OK
 
 

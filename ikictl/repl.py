@@ -18,7 +18,14 @@ from daemon import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_INTERRUPTED, DaemonUnreachable, UsageError
 from ikictl.client import Client
-from ikictl.commands import client, folder_arg, mcp_arg, model_text, policy_arg
+from ikictl.commands import (
+    client,
+    folder_arg,
+    latest_agent,
+    mcp_arg,
+    model_text,
+    policy_arg,
+)
 from ikictl.stream import EventPrinter, run_turn
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
@@ -348,12 +355,15 @@ def _save_history(path: Path | None) -> None:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    if args.agent and policy_arg(args):
+    existing = args.agent or args.cont
+    if existing and policy_arg(args):
         # an agent's policy is set when it is made: silently ignoring it would mislead
-        raise UsageError("--policy/--yolo are for a new agent (chat without AGENT)")
-    if args.agent and mcp_arg(args) is not None:
-        raise UsageError("--mcp/--no-mcp are for a new agent (chat without AGENT)")
+        raise UsageError("--policy/--yolo are for a new agent (chat without AGENT or -c)")
+    if existing and mcp_arg(args) is not None:
+        raise UsageError("--mcp/--no-mcp are for a new agent (chat without AGENT or -c)")
     c = client(args)
+    if args.cont:
+        args.agent = latest_agent(c)
     info: AgentInfo
     if args.agent:
         info = c.call(p.AGENT_SHOW, {"agent": args.agent})

@@ -37,7 +37,11 @@ if TYPE_CHECKING:
 
 
 class EventPrinter:
-    """Renders agent events as they arrive (or as NDJSON with ``json_mode``)."""
+    """Renders agent events as they arrive (or as NDJSON with ``json_mode``).
+
+    ``side``: where everything but the answer goes (thinking, tool lines,
+    notices, the usage line) when it is not ``out``: a pipe then reads only the
+    answer's text, exactly as the model wrote it."""
 
     def __init__(
         self,
@@ -48,8 +52,14 @@ class EventPrinter:
         json_mode: bool = False,
         headers: bool = False,
         live: bool | None = None,
+        side: TextIO | None = None,
     ) -> None:
         self.out = out or sys.stdout
+        self.side = self.out if side is None else side
+        self.split = self.side is not self.out
+        self.side_col0 = True  # the cursor of ``side`` (when split) is at a line's start
+        self.answered = False  # some answer text went to ``out`` (split)
+        self.next_call = False  # a new model call of the turn started (split)
         # a terminal: progress is a line redrawn in place (None: ask the stream)
         self.live = _isatty(self.out) if live is None else live
         self.transient = False  # a progress line is on screen, to be erased
@@ -76,20 +86,34 @@ class EventPrinter:
         self.out.write(text)
         self.col0 = text.endswith("\n")
 
+    def _aside(self, text: str) -> None:
+        """What is not the answer: on ``side`` when it is a stream of its own."""
+        if not self.split:
+            self._write(text)
+        elif text:
+            self.side.write(text)
+            self.side_col0 = text.endswith("\n")
+
     def _newline(self) -> None:
         if not self.col0:
             self._write("\n")
 
     def _end_block(self) -> None:
-        if self.block is not None:
+        if self.split:
+            # the answer's stream holds the model's text only: no line breaks of ours
+            if self.block == "thinking" and not self.side_col0:
+                self._aside("\n")
+        elif self.block is not None:
             self._newline()
         self.block = None
 
     def note(self, text: str, code: str = DIM) -> None:
         """One line of our own between the model's output."""
         self._end_block()
-        self._write(self.style(code, safe_line(text)) + "\n")
-        self.out.flush()
+        if self.split and not self.side_col0:
+            self._aside("\n")
+        self._aside(self.style(code, safe_line(text)) + "\n")
+        self.side.flush()
 
     # ------------------------------------------------------------ events
 
@@ -134,8 +158,9 @@ class EventPrinter:
         if self.block != "thinking":
             self._end_block()
             self.block = "thinking"
-            self._write(self.style(DIM, "thinking: "))
-        self._write(self.style(DIM, safe(text)))
+            self._aside(self.style(DIM, "thinking: "))
+        self._aside(self.style(DIM, safe(text)))
+        self.side.flush()
 
     def _on_text_delta(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         text = ev.get("text", "")
@@ -143,7 +168,19 @@ class EventPrinter:
         if self.block != "text":
             self._end_block()
             self.block = "text"
-        self._write(safe(text))
+        if self.split:  # not a terminal: the text as it is, for the program reading it
+            if self.next_call and self.answered and text:
+                # a model call after tools: its text is a paragraph of its own
+                self._write("\n" if self.col0 else "\n\n")
+            if text:
+                self.next_call = False
+            self._write(text)
+            self.answered = self.answered or bool(text)
+        else:
+            self._write(safe(text))
+
+    def _on_start(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
+        self.next_call = True
 
     def _on_tool_started(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         args = ev.get("arguments") or {}
@@ -170,7 +207,7 @@ class EventPrinter:
         """A long tool call's progress: on a terminal one dim line redrawn in
         place (the next output erases it); elsewhere nothing, a log would
         fill with them (--json has every event)."""
-        if not self.live:
+        if not self.live or self.split:
             return
         self._end_block()
         line = progress_line(ev, _columns(self.out) - 3)
@@ -249,8 +286,11 @@ class EventPrinter:
         status = ev.get("status", "?")
         if not self.json_mode:
             self._end_block()
+            if self.answered and not self.col0:
+                self._write("\n")  # the answer's last line, ended for `read` and `wc -l`
+            self.answered = False
             code = {"completed": DIM, "error": RED}.get(status, YELLOW)
-            self._write(self.style(code, self.usage_line(status, cost)) + "\n")
+            self.note(self.usage_line(status, cost), code)
             self.out.flush()
         if status == "completed":
             return EXIT_OK

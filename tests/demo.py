@@ -62,13 +62,13 @@ class Demo:
             sys.stdout.flush()
             code = r.returncode
         else:
-            code = subprocess.run([*IKICTL, *args], env=self.env, stdin=subprocess.DEVNULL).returncode
+            code = subprocess.run([*IKICTL, *args], env=self.env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
         if code != expect:
             raise DemoFailed(f"`ikictl {shlex.join(args)}` exited {code}, expected {expect}")
 
     def ikictl_background(self, *args: str) -> subprocess.Popen:
         print(f"$ ikictl {shlex.join(args)} &", flush=True)
-        return subprocess.Popen([*IKICTL, *args], env=self.env, stdin=subprocess.DEVNULL)
+        return subprocess.Popen([*IKICTL, *args], env=self.env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
 
     def wait_for_approval(self, limit: float = 30) -> str:
         """The id of the first pending approval, as a script would poll for it."""

@@ -158,7 +158,7 @@ def test_json_stream_prints_the_request_and_a_script_approves_by_prefix(daemon: 
 
 def test_deny_with_reason_reaches_the_model_and_the_turn_completes(daemon: Daemon, streaming) -> None:
     new(daemon, "refused")
-    s = streaming("send", "refused", TOOL)
+    s = streaming("send", "refused", "-v", TOOL)
     line = s.until(lambda line: "ikictl approve " in line)
     # not a terminal: the request is said with how to answer it, nothing is read
     m = re.search(r"\[approval (\S+): bash \"echo hello from a tool\" waits \(rule .+\); answer with "

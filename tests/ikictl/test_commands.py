@@ -46,7 +46,7 @@ def test_usage_errors_exit_2(daemon: Daemon) -> None:
 
 
 def test_new_and_send_stream_thinking_and_usage(daemon: Daemon) -> None:
-    r = daemon.ikictl("new", "--name", "alpha", "--model", "claude-sonnet-4-5/med", "hi")
+    r = daemon.ikictl("new", "--name", "alpha", "--model", "claude-sonnet-4-5/med", "-v", "hi")
     lines = r.lines
     assert re.fullmatch(
         rf"created alpha \({UUID}\) · Anthropic claude-sonnet-4-5 / Thinking: enabled \(.*\)", lines[0]
@@ -57,7 +57,7 @@ def test_new_and_send_stream_thinking_and_usage(daemon: Daemon) -> None:
     assert len(lines) == 4
     assert "\x1b[" not in r.out  # not a terminal: no colors
 
-    r = daemon.ikictl("send", "alpha", "--no-thinking", "What is ikigai?")
+    r = daemon.ikictl("send", "alpha", "-v", "--no-thinking", "What is ikigai?")
     assert r.lines[0].startswith("Ikigai is a Japanese idea: a reason for being")
     assert USAGE_LINE.match(r.lines[1])
     assert len(r.lines) == 2
@@ -89,7 +89,7 @@ def test_send_reads_stdin_with_dash(daemon: Daemon) -> None:
 
 def test_tool_call_is_summarised(daemon: Daemon) -> None:
     new(daemon, "tooly")
-    r = daemon.ikictl("send", "tooly", "Please run a tool to say hello")
+    r = daemon.ikictl("send", "tooly", "-v", "Please run a tool to say hello")
     assert r.lines == [
         "thinking: The user wants a tool run. bash with echo will do.",
         "Let me run that for you.",
@@ -105,7 +105,7 @@ def test_tool_call_is_summarised(daemon: Daemon) -> None:
 def test_fork_to_another_provider_and_tree(daemon: Daemon) -> None:
     new(daemon, "parent")
     daemon.ikictl("send", "parent", "hi")
-    r = daemon.ikictl("fork", "parent", "--name", "child", "--model", "gemini-2.5-flash/low", "Summarise our conversation")
+    r = daemon.ikictl("fork", "parent", "--name", "child", "--model", "gemini-2.5-flash/low", "-v", "Summarise our conversation")
     assert re.fullmatch(rf"forked parent -> child \({UUID}\) · Google Gemini gemini-2.5-flash / Thinking: .*", r.lines[0])
     assert r.lines[2] == "So far we talked about ikigai, ran a tool that said hello, and I summarised it."
     forked = daemon.ikictl("fork", "parent", "--json").json()
@@ -147,7 +147,7 @@ def test_cancel_a_running_turn(daemon: Daemon) -> None:
 
 def test_ctrl_c_cancels_the_turn_and_exits_130(daemon: Daemon) -> None:
     new(daemon, "sigint")
-    proc = daemon.popen("send", "sigint", "tell me a long story", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = daemon.popen("send", "sigint", "-v", "tell me a long story", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert proc.stdout is not None
         assert proc.stdout.read(10) == "Once upon "

@@ -162,6 +162,8 @@ class Turn:
             event = ev["event"]
             if event.get("type") == "text_delta":
                 self._text.append(str(event.get("text", "")))
+            elif event.get("type") == "start":  # a model call: after tools, a new answer
+                self._text.clear()
             elif event.get("type") == "turn_ended":
                 self.ended = event
                 self._sub.close()
@@ -170,7 +172,8 @@ class Turn:
 
     @property
     def text(self) -> str:
-        """The answer's text streamed so far."""
+        """The text of the turn's latest model call so far: once the turn
+        has ended, its answer (the outcome's ``reply``)."""
         return "".join(self._text)
 
     def wait(self, *, check: bool = False, timeout: float | None = None) -> R.TurnOutcome:

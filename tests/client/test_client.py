@@ -53,6 +53,11 @@ def test_prompt_streams_the_turn_and_wait_gives_its_outcome(daemon):
         hist = typed(c.history(agent), R.History)
         assert hist["messages"][-1]["kind"] == "assistant"
         assert hist["messages"][-1]["content"] == turn.text
+        tool_turn = c.prompt(agent, "run a tool please")
+        events = [e["event"]["type"] for e in tool_turn]
+        assert events.count("start") == 2 and "tool_finished" in events  # two model calls
+        assert tool_turn.text == tool_turn.wait()["reply"]  # the answer: the last call's text
+        assert tool_turn.text.startswith("The tool ran")
 
 
 def test_ask_waits_without_streaming_and_check_raises(daemon):

@@ -69,7 +69,7 @@ class AdminApi:
                 raise p.RpcError(
                     p.REFUSED,
                     f"agent {record.name} ({record.uuid}) is running: kill it first, "
-                    "or force: true",
+                    "or remove it with force: true (ikictl rm --force)",
                 )
             with host._refusals():
                 doomed = await host.sup.kill(record.uuid, reason="removed")

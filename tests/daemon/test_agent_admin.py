@@ -118,7 +118,7 @@ async def test_remove_refuses_a_live_agent_unless_forced(daemon, fake_provider, 
     parent = (await c.call("agent.create", name="par"))["agent"]["uuid"]
     child = (await c.call("agent.fork", agent="par", name="chi"))["agent"]["uuid"]
     error = await _failure(c.call("agent.remove", agent="par"), p.REFUSED)
-    assert error["message"] == f"agent par ({parent}) is running: kill it first, or force: true"
+    assert error["message"] == f"agent par ({parent}) is running: kill it first, or remove it with force: true (ikictl rm --force)"
     assert {a["name"] for a in await c.call("agent.list")} == {"par", "chi"}
 
     removed = check("agent.remove", await c.call("agent.remove", agent="par", force=True))

@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import ikigai
 
 from .conftest import Daemon
@@ -65,3 +67,14 @@ def test_watch_tools_logs_each_call_as_it_happens(daemon):
     assert [line.split()[2:4] for line in lines] == [["call", "bash"], ["ok", "bash:"]] * 2
     assert [line.split()[1] for line in lines] == [first.id, first.id, second.id, second.id]
     assert '"command"' in lines[0]
+
+
+@pytest.mark.parametrize("backend", ["trio", "asyncio"])
+def test_async_fanout_under_each_backend(daemon, backend):
+    r = run_example(daemon, "async_fanout.py", "--backend", backend, "--forks", "6")
+    assert r.returncode == 0, r.stderr
+    rows = dict(line.split("\t", 1) for line in r.stdout.splitlines())
+    assert sorted(rows) == [str(i) for i in range(6)]
+    for i, reply in rows.items():
+        assert f"You said: What is {i} squared?" in reply
+    assert "6 answers" in r.stderr

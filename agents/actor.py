@@ -58,7 +58,7 @@ class _Compact:
     outcome: CompactOutcome | None = None
 
 
-_KEEP_RESULTS = 64  # ended turns remembered for a late wait_turn()
+KEEP_RESULTS = 64  # ended turns remembered for a late wait_turn() (agent.wait names it)
 
 
 class Actor:
@@ -342,7 +342,7 @@ class Actor:
             self._running = None
         self.last_result = result
         self._results[turn.id] = result
-        if len(self._results) > _KEEP_RESULTS:
+        if len(self._results) > KEEP_RESULTS:
             del self._results[next(iter(self._results))]
         waiter = self._waiters.pop(turn.id, None)
         if waiter is not None:

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agents.actor import KEEP_RESULTS
+
 from . import protocol as p
 
 if TYPE_CHECKING:
-
     from . import params as P
     from . import results as R
     from ._shapes import ApiHost
     from .control import Connection, Handler
-
-KEPT_OUTCOMES = 64  # as agents/actor.py keeps (_KEEP_RESULTS): named in the error
 
 
 class AdminApi:
@@ -46,7 +45,7 @@ class AdminApi:
             raise p.RpcError(
                 p.REFUSED,
                 f"no turn {params.turn!r} on agent {label}: the daemon keeps the outcome of "
-                f"the last {KEPT_OUTCOMES} turns; read agent.history",
+                f"the last {KEEP_RESULTS} turns; read agent.history",
             )
         return await host._outcome(record.uuid, params.turn)
 

@@ -8,7 +8,7 @@ the seq to resume from. The log keeps only the last ``keep`` entries in memory
 A subscriber is anything with ``offer(entry) -> bool`` (False: detach me) and
 ``end()`` (the log closed). ``Subscription`` is the in-process one, an async
 iterator over a memory channel; the control socket attaches its own
-(daemon/control.py) that writes each entry straight into a connection's
+(daemon/server/connection.py) that writes each entry straight into a connection's
 outgoing buffer, so an event costs no task switch per subscriber.
 """
 

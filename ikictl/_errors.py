@@ -2,7 +2,7 @@
 
 DaemonUnreachable and UsageError are the client library's (ikigai.errors):
 what the library raises for a request that cannot be sent is a usage error
-here too. RpcError (an error answer from the daemon) is daemon.protocol's; it
+here too. RpcError (an error answer from the daemon) is protocol's; it
 is not re-exported here so that importing this module costs nothing at
 start-up (``ikictl --version`` imports it).
 """

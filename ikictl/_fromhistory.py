@@ -3,14 +3,14 @@ events they once were (``ikictl watch --from`` after the log moved on)."""
 
 from __future__ import annotations
 
-from daemon import protocol as p
+import protocol as p
 from ikictl.client import Client
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
-    from daemon.results import History, HistoryRow
+    from protocol.results import History, HistoryRow
 
     class Printer(Protocol):
         """What of ikictl.stream.EventPrinter this uses (not imported: no cycle)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from daemon import protocol as p
+import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.commands import client
@@ -18,8 +18,8 @@ TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from typing import TextIO
 
-    from daemon.results import AgentInfo, ListedAgent, Removed
     from ikictl.client import Client
+    from protocol.results import AgentInfo, ListedAgent, Removed
 
 
 def cmd_rename(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from daemon import protocol as p
+import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK, DaemonUnreachable, UsageError
 from ikictl.client import Client, connect

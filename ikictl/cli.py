@@ -16,7 +16,6 @@ import argparse
 import os
 import sys
 
-from daemon._version import __version__
 from ikictl import _parsers
 from ikictl._errors import (
     EXIT_ERROR,
@@ -29,6 +28,7 @@ from ikictl._errors import (
     UsageError,
 )
 from ikictl._parsers import _agent, _continue, _mcp, _policy, _quiet
+from protocol.version import __version__
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
@@ -496,7 +496,7 @@ def _fail(e: Exception, args: argparse.Namespace) -> int:
         return _say(args, EXIT_UNREACHABLE, str(e))
     if isinstance(e, UsageError):
         return _say(args, EXIT_USAGE, str(e))
-    from daemon import protocol as p
+    import protocol as p
 
     if not isinstance(e, p.RpcError):
         raise e  # main turns it into "internal error"

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from daemon import protocol as p
+import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.client import Client, connect
@@ -20,7 +20,8 @@ TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-    from daemon.results import (
+    from ikictl.stream import EventPrinter
+    from protocol.results import (
         AllUsage,
         Cancelled,
         Created,
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
         Status,
         UsageReport,
     )
-    from ikictl.stream import EventPrinter
 
 
 def client(args: argparse.Namespace, *, autostart: bool = True) -> Client:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from daemon import protocol as p
+import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_ERROR, EXIT_OK
 from ikictl.commands import bounded, client
@@ -22,8 +22,8 @@ TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from typing import TextIO
 
-    from daemon.results import Compacted
     from ikictl.client import Client
+    from protocol.results import Compacted
 
 
 def _tty(stream: TextIO) -> bool:

@@ -10,14 +10,14 @@ import os
 import sys
 import time
 
-from daemon import protocol as p
+import protocol as p
 from ikictl._autostart import answers, log_dir, start_daemon
 from ikictl._errors import EXIT_ERROR, EXIT_OK, DaemonUnreachable
 from ikictl.client import Client, connect, default_socket
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
-    from daemon.results import Status
+    from protocol.results import Status
 
 
 def cmd_start(args: argparse.Namespace) -> int:
@@ -172,7 +172,7 @@ def _format_log_line(line: str) -> str:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from daemon.paths import LOG_FILE
+    from protocol.paths import LOG_FILE
 
     path = log_dir() / LOG_FILE
     if not path.exists():

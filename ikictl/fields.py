@@ -43,7 +43,7 @@ class Template:
 
     def render_all(self, rows: list[Any], kind: str) -> str:
         """One line per row; a field no row and no ``kind`` (the result type
-        in daemon.results) has is refused, listing the ones there are."""
+        in protocol.results) has is refused, listing the ones there are."""
         known = known_fields(kind)
         for row in rows:
             known |= set(_paths(row))
@@ -142,11 +142,11 @@ def _paths(row: Any, prefix: str = "") -> Iterable[str]:
 
 
 def known_fields(kind: str) -> set[str]:
-    """Every path of the result type ``kind`` (a TypedDict of daemon.results),
+    """Every path of the result type ``kind`` (a TypedDict of protocol.results),
     so a field an agent lacks now (``last_turn`` of a new one) is not refused."""
     import typing
 
-    from daemon import results
+    from protocol import results
 
     def walk(t: Any, prefix: str) -> Iterable[str]:
         for k, sub in typing.get_type_hints(t).items():

@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from daemon import protocol as p
+import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.commands import bounded, client
@@ -17,7 +17,7 @@ TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from daemon.results import History
+    from protocol.results import History
 
 RESULT_LINES = 10  # of a tool's result, without --full
 

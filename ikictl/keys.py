@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["cmd_keys", "read_key", "stale_key_hint", "with_key_hint"]
 
 # providers/settings.py: `no API key for NAME: set VAR or VAR2 or add "NAME" to
-# credentials.json`; daemon/api.py (providers.check): `no API key: set VAR`
+# credentials.json`; daemon/methods/api.py (providers.check): `no API key: set VAR`
 _NO_KEY = re.compile(
     r"no API key(?: for ([\w./-]+))?: set ([A-Za-z_][A-Za-z0-9_]*(?: or [A-Za-z_][A-Za-z0-9_]*)*)"
 )
@@ -111,7 +111,7 @@ def check_key(raw: bytes) -> str:
 
 
 def _paths() -> tuple[Path, Path]:
-    from daemon.paths import resolve_paths
+    from protocol.paths import resolve_paths
 
     paths = resolve_paths(os.environ)
     return paths.credentials_file, paths.config_file
@@ -145,7 +145,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def _update(path: Path, **change: Any) -> list[str]:
     """update_credentials; a file it refuses (not private, not valid) is exit 2."""
-    from daemon.credentials import CredentialsError, update_credentials
+    from protocol.credentials import CredentialsError, update_credentials
 
     try:
         return update_credentials(path, **change)
@@ -196,7 +196,7 @@ def _after_change(
 ) -> None:
     """Reload a running daemon (never start one for this) and say what the
     daemon will use now."""
-    from daemon import protocol as p
+    import protocol as p
     from ikictl._errors import DaemonUnreachable
     from ikictl.client import connect
 
@@ -234,7 +234,7 @@ def _after_change(
 
 
 def _list(args: argparse.Namespace) -> int:
-    from daemon.credentials import CredentialsError, load_credentials
+    from protocol.credentials import CredentialsError, load_credentials
 
     creds_file, config_file = _paths()
     catalog = _catalog(config_file)
@@ -293,7 +293,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _daemon_keys(sock: str | None) -> dict[str, tuple[bool, list[str]]] | None:
     """provider -> (the daemon holds a key, its key variables); None: no daemon."""
-    from daemon import protocol as p
+    import protocol as p
     from ikictl._errors import DaemonUnreachable
     from ikictl.client import connect
 

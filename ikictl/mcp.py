@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from daemon import protocol as p
+import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK
 from ikictl.client import Client, connect

@@ -7,7 +7,7 @@ TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from daemon.results import ModelRow
+    from protocol.results import ModelRow
     from providers.catalog import Catalog
 
 
@@ -15,7 +15,7 @@ def catalog_models(provider: str | None = None) -> list[ModelRow]:
     """The daemon's ``models.list`` rows, built by the same ``model_row``, from
     the shipped catalog with the config's providers (custom ones, api pins and
     default models) as the daemon builds it."""
-    from daemon.rows import model_row
+    from protocol.rows import model_row
 
     catalog = configured_catalog()
     if provider and provider not in catalog.providers:
@@ -37,7 +37,7 @@ def configured_catalog(config_file: Path | None = None) -> Catalog:
     import json
     import os
 
-    from daemon.paths import resolve_paths
+    from protocol.paths import resolve_paths
     from providers.catalog import ProviderEntry, load_catalog
     from providers.modelspec import ModelSpecError, parse_model_spec
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, TextIO
 
-    from daemon.results import (
+    from protocol.results import (
         AgentInfo,
         AllUsage,
         Compacted,

@@ -14,7 +14,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from daemon import protocol as p
+import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_INTERRUPTED, DaemonUnreachable, UsageError
 from ikictl.client import Client
@@ -30,7 +30,7 @@ from ikictl.stream import EventPrinter, run_turn
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
-    from daemon.results import (
+    from protocol.results import (
         AgentInfo,
         Created,
         History,

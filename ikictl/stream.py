@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from daemon import protocol as p
+import protocol as p
 from ikictl._errors import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from ikictl.client import Client
 from ikictl.render import (
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, TextIO
 
-    from daemon.results import History, Queued, ShownAgent, Subscribed
+    from protocol.results import History, Queued, ShownAgent, Subscribed
 
 
 class EventPrinter:

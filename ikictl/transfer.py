@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from daemon import protocol as p
+import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.commands import client
@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-    from daemon.results import Created
+    from protocol.results import Created
 
 FORMAT = "ikigai-agent"  # the export's "format" field
 

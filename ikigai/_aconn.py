@@ -9,7 +9,6 @@ from __future__ import annotations
 import anyio
 import anyio.abc
 
-from daemon.protocol import AGENT_SUBSCRIBE, DAEMON_STATUS, RpcError
 from ikigai._conn import (
     SMALLEST_LIMIT,
     _message,
@@ -22,6 +21,7 @@ from ikigai._conn import (
 )
 from ikigai._inbox import Inbox
 from ikigai.errors import DaemonUnreachable, IkigaiError, RequestTooLarge
+from protocol import AGENT_SUBSCRIBE, DAEMON_STATUS, RpcError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -4,13 +4,13 @@
 this file; edit this one.
 
 tests/client/test_unasync.py fails when the two differ. Each method's
-result is the TypedDict of daemon.results that the daemon is held to
+result is the TypedDict of protocol.results that the daemon is held to
 (docs/protocol.md shows them; docs/protocol.schema.json is their JSON Schema).
 """
 
 from __future__ import annotations
 
-from daemon import protocol as p
+import protocol as p
 from ikigai._astream import AsyncSubscription, AsyncTurn
 from ikigai.errors import RpcError, TurnFailed
 
@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # importing typing itself costs ikictl start-up time
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-    from daemon import results as R
+    from protocol import results as R
 
     Remember = Literal["once", "agent", "session"]
 

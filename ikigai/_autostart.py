@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from daemon import protocol as p
+import protocol as p
 from ikigai.errors import DaemonUnreachable
 
 AUTOSTART_WAIT = 10.0  # seconds
@@ -27,7 +27,7 @@ def _env_for(sock: str) -> dict[str, str]:
 
 
 def log_dir(env: dict[str, str] | None = None) -> Path:
-    from daemon.paths import resolve_paths
+    from protocol.paths import resolve_paths
 
     return resolve_paths(env or os.environ).log_dir
 
@@ -54,7 +54,7 @@ def start_daemon(
     ``announce``: say so on stderr (an autostart must not be invisible; `ikictl
     daemon start` prints its own line). ``quiet`` is kept for callers: the
     child's output always goes to ikigaid.out."""
-    from daemon.paths import LOG_FILE
+    from protocol.paths import LOG_FILE
 
     env = _env_for(sock)
     logs = log_dir(env)

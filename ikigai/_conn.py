@@ -18,9 +18,9 @@ import sys
 import time
 from collections import deque
 
-from daemon.protocol import DAEMON_STATUS, LINE_TOO_LONG, RpcError, socket_path
 from ikigai._inbox import Inbox
 from ikigai.errors import DaemonUnreachable, RequestTooLarge, UsageError
+from protocol import DAEMON_STATUS, LINE_TOO_LONG, RpcError, socket_path
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ class Connection:
         """The result of request ``rid``; raises RpcError for an error answer.
 
         Any, not object: the caller names the result's type from
-        daemon.results where it uses it (``info: ShownAgent = c.call(...)``)."""
+        protocol.results where it uses it (``info: ShownAgent = c.call(...)``)."""
         while rid not in self._responses:
             msg = self.read_message()
             if msg is None:  # no deadline was given: only a timeout set on the socket elsewhere
@@ -359,7 +359,7 @@ def autostart_allowed() -> bool:
     flag = os.environ.get("IKIGAI_AUTOSTART", "").strip().lower()
     if flag in ("0", "false", "no", "off"):
         return False
-    from daemon.paths import read_autostart, resolve_paths
+    from protocol.paths import read_autostart, resolve_paths
 
     try:
         return bool(read_autostart(resolve_paths(os.environ).config_file))

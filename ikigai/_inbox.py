@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from daemon.protocol import EVENT as AGENT_EVENT
+from protocol import EVENT as AGENT_EVENT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

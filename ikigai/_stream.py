@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import contextlib
 
-from daemon import protocol as p
+import protocol as p
 from ikigai.errors import DaemonUnreachable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Protocol, Self
 
-    from daemon import results as R
     from ikigai.types import AgentEvent
+    from protocol import results as R
 
     class Methods(Protocol):
         """What a subscription needs of its client (ikigai._methods has it)."""

@@ -1,12 +1,12 @@
 """The errors the client raises, defined once (ikictl maps them to exit codes).
 
 RpcError is the daemon's error answer (code, message, data), from
-daemon.protocol: the contract both sides import.
+protocol: the contract both sides import.
 """
 
 from __future__ import annotations
 
-from daemon.protocol import RpcError
+from protocol import RpcError
 
 __all__ = [
     "DaemonUnreachable",
@@ -19,7 +19,7 @@ __all__ = [
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
-    from daemon.results import TurnOutcome
+    from protocol.results import TurnOutcome
 
 
 class IkigaiError(Exception):

@@ -1,5 +1,5 @@
 """The types of what the client returns: the daemon's result TypedDicts
-(daemon.results, the protocol's one definition) and the events of a
+(protocol.results, the protocol's one definition) and the events of a
 subscription. Import them for annotations:
 
     from ikigai.types import TurnOutcome, AgentEvent
@@ -8,7 +8,7 @@ subscription. Import them for annotations:
 # no ``from __future__ import annotations``: TypedDict must see NotRequired
 from typing import Any, TypedDict
 
-from daemon.results import *  # noqa: F403
+from protocol.results import *  # noqa: F403
 
 
 class AgentEvent(TypedDict):

@@ -1,6 +1,8 @@
 """The house rules of the code packages (docs/architecture.md): no module
-over 600 lines, no import cycle between modules (imports inside functions and
-under TYPE_CHECKING count), and the layers' arrows pointing down."""
+over 600 lines (450 in daemon/), no import cycle between modules (imports
+inside functions and under TYPE_CHECKING count), the layers' arrows pointing
+down, clients that import only the wire contract (protocol/), and daemon/ in
+rooms a newcomer can find things in by the folder names alone."""
 
 from __future__ import annotations
 
@@ -8,31 +10,25 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("providers", "store", "agents", "daemon", "ikigai", "ikictl")
+PACKAGES = ("providers", "store", "agents", "protocol", "daemon", "ikigai", "ikictl")
 MAX_LINES = 600
+MAX_DAEMON_LINES = 450
 # what each package may import of ours (DESIGN.md: the arrows point down)
 ALLOWED = {
     "providers": set(),
     "store": {"providers"},
     "agents": {"providers", "store"},
-    "daemon": {"agents", "store", "providers", "migrations"},
-    # the client library: the protocol's contract only
-    "ikigai": {"daemon"},
+    # the wire contract: the redactor (credentials' errors) and thinking names (model rows)
+    "protocol": {"providers"},
+    "daemon": {"protocol", "agents", "store", "providers", "migrations"},
+    # the client library: the contract only
+    "ikigai": {"protocol"},
     # providers only on the rare offline path (ikictl models --offline)
-    "ikictl": {"daemon", "providers", "ikigai"},
+    "ikictl": {"protocol", "providers", "ikigai"},
 }
-# ikictl and the client library (ikigai) must start fast: of the daemon they
-# may import the protocol and, on their rare paths, the paths, the version,
-# the result types and the catalog rows
-IKICTL_MAY_USE = {
-    "daemon",
-    "daemon.protocol",
-    "daemon._version",
-    "daemon.paths",
-    "daemon.results",
-    "daemon.rows",
-    "daemon.credentials",  # `keys set` writes the file the daemon reads: one writer, one reader
-}
+# the rooms of daemon/ (docs/architecture.md): nothing else at its top
+DAEMON_ROOMS = {"config", "methods", "server", "process"}
+DAEMON_TOP = {"__init__.py", "__main__.py"}
 
 
 def modules(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
@@ -92,12 +88,15 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_module_is_over_600_lines():
+def test_no_module_is_over_600_lines_nor_over_450_in_daemon():
     sizes = {
         name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in modules().items()
     }
     assert len(sizes) > 80
     assert {n: s for n, s in sizes.items() if s > MAX_LINES} == {}
+    daemon = {n: s for n, s in sizes.items() if n.startswith("daemon.")}
+    assert len(daemon) > 20
+    assert {n: s for n, s in daemon.items() if s > MAX_DAEMON_LINES} == {}
 
 
 def test_no_import_cycle_between_modules():
@@ -118,9 +117,111 @@ def test_the_layers_arrows_point_down():
             target = dep.split(".")[0]
             if target != pkg and target not in ALLOWED[pkg]:
                 wrong.add(f"{name} -> {dep}")
-            if pkg in ("ikictl", "ikigai") and target == "daemon" and dep not in IKICTL_MAY_USE:
-                wrong.add(f"{name} -> {dep}")
     assert wrong == set()
+
+
+def test_clients_import_only_the_contract_of_the_daemon_side():
+    """ikigai and ikictl reach no daemon internals: what they need of paths,
+    credentials and the version is in protocol/, with the wire contract."""
+    graph = import_graph(modules())
+    reached = {
+        f"{name} -> {dep}"
+        for name, deps in graph.items()
+        if name.split(".")[0] in ("ikigai", "ikictl")
+        for dep in deps
+        if dep.split(".")[0] in ("daemon", "agents", "store", "migrations")
+    }
+    assert reached == set()
+    # the contract itself is importable without the daemon's stack
+    contract = {n: d for n, d in graph.items() if n.split(".")[0] == "protocol"}
+    assert {f"{n} -> {d}" for n, ds in contract.items() for d in ds if d.startswith("daemon")} == set()
+
+
+def test_daemon_is_in_rooms():
+    top = ROOT / "daemon"
+    files = {p.name for p in top.iterdir() if p.is_file() and p.suffix == ".py"}
+    folders = {p.name for p in top.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert files == DAEMON_TOP
+    assert folders == DAEMON_ROOMS
+    for room in DAEMON_ROOMS:
+        assert (top / room / "__init__.py").is_file(), room
+        assert '"""' in (top / room / "__init__.py").read_text(encoding="utf-8"), (
+            f"daemon/{room}/__init__.py says what the room holds"
+        )
+
+
+# a method's family, as a newcomer reads the folder: method -> daemon/methods/<family>.py
+def _family(method: str) -> str:
+    fixed = {
+        "agent.history": "history",
+        "agent.usage": "history",
+        "agent.clear": "history",
+        "agent.mark": "history",
+        "agent.rewind": "history",
+        "agent.compact": "history",
+        "agent.wait": "admin",
+        "agent.rename": "admin",
+        "agent.remove": "admin",
+        "agent.prune": "admin",
+        "agent.export": "transfer",
+        "agent.import": "transfer",
+        "agent.approve": "approvals",
+    }
+    if method in fixed:
+        return fixed[method]
+    prefix = method.split(".")[0]
+    return {
+        "agent": "agents",
+        "mail": "mail",
+        "approvals": "approvals",
+        "mcp": "mcp",
+        "daemon": "daemon",
+        "models": "daemon",
+        "providers": "daemon",
+    }[prefix]
+
+
+def _registered_methods() -> dict[str, str]:
+    """method name -> the module of daemon/methods/ whose handler table names it."""
+    import protocol
+
+    names = {k: v for k, v in vars(protocol).items() if k.isupper() and isinstance(v, str)}
+    found: dict[str, str] = {}
+    for path in sorted((ROOT / "daemon" / "methods").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Dict):
+                continue
+            for key in node.keys:
+                if (
+                    isinstance(key, ast.Attribute)
+                    and isinstance(key.value, ast.Name)
+                    and key.value.id == "p"
+                    and key.attr in names
+                ):
+                    method = names[key.attr]
+                    assert method not in found, f"{method} registered twice"
+                    found[method] = path.stem
+    return found
+
+
+def test_each_method_is_in_the_file_its_name_points_to():
+    from protocol.params import PARAMS
+
+    found = _registered_methods()
+    assert set(found) == set(PARAMS)
+    wrong = {m: f for m, f in found.items() if f != _family(m)}
+    assert wrong == {}
+
+
+def test_socket_behaviours_live_in_the_server_room():
+    """``lagged`` (a subscriber too slow to keep up) is the control server's
+    doing: every place daemon/ says it is under daemon/server/."""
+    sayers = {
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "daemon").rglob("*.py")
+        if '"lagged"' in p.read_text(encoding="utf-8")
+    }
+    assert sayers and all(s.startswith("daemon/server/") for s in sayers)
 
 
 def test_the_checks_can_fail(tmp_path: Path):

@@ -14,8 +14,8 @@ import pytest
 import trio
 
 import ikigai
-from daemon import protocol as p
-from daemon import results as R
+import protocol as p
+from protocol import results as R
 
 from .conftest import Daemon
 

@@ -13,10 +13,10 @@ import trio
 import trio.lowlevel
 
 import ikigai
+import protocol as p
 from agents.eventlog import EventLog
-from daemon import protocol as p
-from daemon.control import ControlServer
-from daemon.params import PARAMS
+from daemon.server import ControlServer
+from protocol.params import PARAMS
 from providers.types import TextDelta
 
 BURST = 600

@@ -5,11 +5,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests._ready import await_ready, daemon_answers, wait_ready
 from tests.fakes.server import FakeProvider
 
 KEY = "sk-ant-test-SECRET-0123456789abcdef"
@@ -34,10 +35,16 @@ def write_home(home: Path, fake: FakeProvider, **config) -> None:
 
 
 class DaemonProcess:
+    command: list[str] = [sys.executable, "-m", "daemon", "run"]
+
     def __init__(self, home: Path) -> None:
         self.home = home
         self.socket = home / "run" / "ikigai.sock"
         self.proc: subprocess.Popen | None = None
+        # its stdout and stderr, all starts appended: a file, so that neither a
+        # full pipe can stall it nor a failed start hide what it printed
+        self.out_file = home / "ikigaid.out"
+        self._out_from = 0  # where the current start's output begins
 
     @property
     def env(self) -> dict[str, str]:
@@ -45,34 +52,44 @@ class DaemonProcess:
         env["IKIGAI_HOME"] = str(self.home)
         return env
 
-    def spawn(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daemon", "run"],
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
+    def spawn(self, *, env: dict[str, str] | None = None, command: list[str] | None = None, **popen: object) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        with self.out_file.open("ab") as out:
+            self._out_from = out.tell()
+            self.proc = subprocess.Popen(  # type: ignore[call-overload]
+                command or self.command,
+                env=self.env if env is None else env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                **popen,
+            )
 
-    async def start(self, limit: float = 20) -> None:
+    async def start(self) -> None:
+        """Spawn it and wait until its socket answers ``daemon.status``
+        (tests/_ready.py: the suite's one bound, a failure shows its output)."""
         self.spawn()
-        deadline = time.monotonic() + limit
-        import socket
+        await self.wait_ready()
 
-        import trio
+    def start_blocking(self) -> None:
+        """``start`` for a test or fixture outside trio."""
+        self.spawn()
+        assert self.proc is not None
+        wait_ready(self.proc, daemon_answers(self.socket), "ikigaid", output=self.outputs)
 
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                out = self.proc.stdout.read().decode()
-                raise AssertionError(f"ikigaid exited with {self.proc.returncode}:\n{out}")
-            s = socket.socket(socket.AF_UNIX)
-            try:
-                s.connect(str(self.socket))
-                return
-            except OSError:
-                await trio.sleep(0.05)
-            finally:
-                s.close()
-        raise AssertionError("ikigaid did not open its socket in time")
+    async def wait_ready(self, socket: Path | None = None) -> None:
+        assert self.proc is not None
+        await await_ready(self.proc, daemon_answers(socket or self.socket), "ikigaid", output=self.outputs)
+
+    @property
+    def outputs(self) -> list[Path | Callable[[], str]]:
+        """What a failed start shows: this start's output, and its log's end."""
+        return [self.start_output, self.home / "logs" / "ikigaid.log"]
+
+    def start_output(self) -> str:
+        """What it printed since it was last spawned."""
+        with self.out_file.open("rb") as f:
+            f.seek(self._out_from)
+            return f.read().decode(errors="replace")
 
     def signal(self, sig: int) -> None:
         assert self.proc is not None
@@ -83,7 +100,8 @@ class DaemonProcess:
         return self.proc.wait(timeout)
 
     def output(self) -> str:
-        return self.proc.stdout.read().decode() if self.proc and self.proc.stdout else ""
+        """Everything it printed, every start."""
+        return self.out_file.read_text(errors="replace") if self.out_file.exists() else ""
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from daemon import protocol as p
+import protocol as p
 from store import Store
 from tests.daemon.conftest import write_home
 from tests.daemon.rpc import RpcFailure, connect, turn_ended

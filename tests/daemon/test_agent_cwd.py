@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.protocol import REFUSED
+from protocol import REFUSED
 from tests.daemon.rpc import RpcFailure, connect
 from tests.fakes.script import Reply, ToolCall
 

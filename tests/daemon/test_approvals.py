@@ -12,7 +12,7 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.protocol import INVALID_PARAMS, REFUSED
+from protocol import INVALID_PARAMS, REFUSED
 from tests.daemon.conftest import DaemonProcess, write_home
 from tests.daemon.rpc import RpcFailure, connect, turn_ended
 from tests.fakes.script import Reply, ToolCall

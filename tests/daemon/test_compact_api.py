@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from daemon import protocol as p
+import protocol as p
 from store import SUMMARY_PREFIX
 from tests.daemon.conftest import write_home
 from tests.daemon.rpc import RpcFailure, connect

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon import protocol
+import protocol
 from daemon.config import (
     Config,
     ConfigError,
@@ -17,7 +17,7 @@ from daemon.config import (
     parse_config,
     settings_factory,
 )
-from daemon.logs import REDACTED, _forget_secrets, redact
+from daemon.process.logs import REDACTED, _forget_secrets, redact
 from providers.catalog import default_catalog
 from providers.modelspec import resolve_model
 from providers.openai import DIALECT_FLAGS

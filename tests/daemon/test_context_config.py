@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from agents import AgentConfig
 from daemon.config import Config, ConfigError, ContextConfig, build_catalog, parse_config
-from daemon.paths import resolve_paths
-from daemon.service import GC_THRESHOLDS, Daemon
+from daemon.process.service import GC_THRESHOLDS, Daemon
+from protocol.paths import resolve_paths
 from providers.catalog import default_catalog
 from providers.modelspec import resolve_model
 from tests.daemon.conftest import write_home

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.protocol import TURN_FAILED
+from protocol import TURN_FAILED
 from tests.daemon.rpc import RpcFailure, connect
 from tests.fakes.script import HttpError, Reply
 

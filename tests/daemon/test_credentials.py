@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.credentials import CredentialsError, load_credentials, secret_values
+from protocol.credentials import CredentialsError, load_credentials, secret_values
 
 SECRET = "sk-ant-api03-SECRETSECRETSECRET"
 

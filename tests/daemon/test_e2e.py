@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import signal
 import stat
-import subprocess
 
 import trio
 
 from store import Store
+from tests._ready import READY_TIMEOUT, await_ready
 from tests.daemon.conftest import KEY, DaemonProcess, write_home
 from tests.daemon.rpc import RpcFailure, connect, turn_ended
 from tests.fakes.script import Reply, ToolCall
@@ -176,7 +177,7 @@ async def test_a_second_daemon_on_the_same_socket_refuses(daemon):
     import sys
 
     out = await trio.to_thread.run_sync(
-        lambda: subprocess.run([sys.executable, "-m", "daemon", "run"], env=second.env, capture_output=True, text=True, timeout=30)
+        lambda: subprocess.run([sys.executable, "-m", "daemon", "run"], env=second.env, capture_output=True, text=True, timeout=READY_TIMEOUT)
     )
     assert out.returncode == 1
     assert f"another ikigaid is already running on {daemon.socket}" in out.stderr
@@ -209,7 +210,7 @@ async def test_credentials_readable_by_others_are_refused(daemon_home, fake_prov
     import sys
 
     out = await trio.to_thread.run_sync(
-        lambda: subprocess.run([sys.executable, "-m", "daemon", "run"], env=d.env, capture_output=True, text=True, timeout=30)
+        lambda: subprocess.run([sys.executable, "-m", "daemon", "run"], env=d.env, capture_output=True, text=True, timeout=READY_TIMEOUT)
     )
     assert out.returncode == 1
     assert "chmod 600" in out.stderr and str(daemon_home / "credentials.json") in out.stderr
@@ -245,15 +246,20 @@ async def test_readiness_is_notified_to_systemd(daemon_home, fake_provider):
     listener = pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_DGRAM)
     notify = daemon_home / "notify.sock"
     listener.bind(str(notify))
-    listener.settimeout(20)
+    listener.settimeout(READY_TIMEOUT)
     d = DaemonProcess(daemon_home)
-    env = d.env | {"NOTIFY_SOCKET": str(notify)}
-    import sys
+    d.spawn(env=d.env | {"NOTIFY_SOCKET": str(notify)})
+    assert d.proc is not None
+    got: list[bytes] = []
 
-    d.proc = _spawn([sys.executable, "-m", "daemon", "run"], env=env)
+    def notified() -> bool:
+        with contextlib.suppress(BlockingIOError):
+            got.append(listener.recv(1024, pysocket.MSG_DONTWAIT))
+        return bool(got)
+
     try:
-        message = await trio.to_thread.run_sync(listener.recv, 1024)
-        assert message == b"READY=1"
+        await await_ready(d.proc, notified, "ikigaid (its READY=1)", output=d.outputs)
+        assert got == [b"READY=1"]
         assert d.socket.exists()  # ready means the socket is listening
         d.signal(signal.SIGTERM)
         assert await trio.to_thread.run_sync(listener.recv, 1024) == b"STOPPING=1"
@@ -279,22 +285,14 @@ async def test_socket_activation_uses_the_passed_listener(daemon_home, fake_prov
         "import os, sys; os.dup2(int(sys.argv[1]), 3); os.environ['LISTEN_PID'] = str(os.getpid()); "
         "os.execv(sys.executable, [sys.executable, '-m', 'daemon', 'run'])"
     )
-    d.proc = _spawn([sys.executable, "-c", wrapper, str(sock.fileno())], env=env, pass_fds=(sock.fileno(),))
+    d.spawn(env=env, command=[sys.executable, "-c", wrapper, str(sock.fileno())], pass_fds=(sock.fileno(),))
+    assert d.proc is not None
     try:
-        c = None
-        for _ in range(400):
-            try:
-                c = await connect(nursery, str(path))
-                status = await c.call("daemon.status")
-                break
-            except OSError:
-                await trio.sleep(0.05)
-        assert c is not None and status["pid"] == d.proc.pid
+        await d.wait_ready(path)
+        c = await connect(nursery, str(path))
+        status = await c.call("daemon.status")
+        assert status["pid"] == d.proc.pid
         assert not d.socket.exists()  # it did not bind a socket of its own
     finally:
         d.stop()
         sock.close()
-
-
-def _spawn(cmd: list[str], **kwargs) -> subprocess.Popen:
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kwargs)

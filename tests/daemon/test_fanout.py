@@ -1,4 +1,4 @@
-"""Agent events to socket subscribers (daemon/_fanout.py): the control server
+"""Agent events to socket subscribers (daemon/server/subscriptions.py): the control server
 over a real Unix socket, a real EventLog, clients reading raw lines.
 
 Each event is encoded once whatever the number of subscribers, the answer to
@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 import trio
 
-import daemon._fanout as fanout
+import daemon.server.subscriptions as fanout
+import protocol as p
 from agents.eventlog import EventLog
 from agents.events import Notice
-from daemon import protocol as p
 from daemon.config import ConfigError, parse_config
-from daemon.control import ControlServer
-from daemon.params import PARAMS
+from daemon.server import ControlServer
+from protocol.params import PARAMS
 from providers.types import TextDelta
 
 

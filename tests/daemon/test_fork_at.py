@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.protocol import REFUSED
+from protocol import REFUSED
 from tests.daemon.rpc import RpcFailure, connect
 from tests.fakes.script import Reply, ToolCall
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,7 +27,7 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon.params import PARAMS
+from protocol.params import PARAMS
 from tests.daemon.conftest import DaemonProcess, write_home
 from tests.fakes.demo import last_turn
 from tests.fakes.script import Reply
@@ -317,17 +315,9 @@ def _harmless(line: bytes, refers_to_canary) -> bool:
 
 def _start(home: Path) -> DaemonProcess:
     d = DaemonProcess(home)
-    out = (home / "daemon.out").open("wb")
-    d.proc = subprocess.Popen([sys.executable, "-m", "daemon", "run"], env=d.env, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 20
-    while True:
-        assert d.proc.poll() is None, "ikigaid exited:\n" + (home / "daemon.out").read_text()[-3000:]
-        assert time.monotonic() < deadline, "ikigaid did not open its socket in time"
-        try:
-            Conn(d.socket, timeout=5).close()
-            return d
-        except OSError:
-            time.sleep(0.05)
+    d.out_file = home / "daemon.out"  # read by the checks below
+    d.start_blocking()
+    return d
 
 
 def _exchange(d: DaemonProcess, lines: list[bytes], newline_at_end: bool, stats: Counter) -> list[dict]:

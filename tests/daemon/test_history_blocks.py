@@ -11,8 +11,8 @@ import msgspec
 import pytest
 import trio
 
-from daemon import protocol as p
-from daemon._blocks import block, image_info, lineage_facts
+import protocol as p
+from daemon.methods.blocks import block, image_info, lineage_facts
 from providers.types import ImageBlock, TextBlock, ThinkingBlock, ToolCallBlock, ToolResultBlock
 from store import Store
 from tests.daemon.rpc import RpcFailure, connect, turn_ended

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from daemon.logs import (
+from daemon.process.logs import (
     REDACTED,
     _forget_secrets,
     close_logging,

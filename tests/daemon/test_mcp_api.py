@@ -15,11 +15,13 @@ import msgspec
 import pytest
 import trio
 
-from daemon import protocol as p
-from daemon import results as R
-from daemon._mcpapi import DaemonEvents, McpApi
-from daemon.control import ControlServer
-from daemon.params import PARAMS
+import protocol as p
+from daemon.methods.daemon import event_handlers
+from daemon.methods.mcp import McpApi
+from daemon.server import ControlServer
+from daemon.server.events import DaemonEvents
+from protocol import results as R
+from protocol.params import PARAMS
 from tests.daemon.conftest import DaemonProcess, write_home
 from tests.daemon.rpc import Client, RpcFailure, connect
 
@@ -259,7 +261,7 @@ async def test_a_subscriber_that_stops_reading_is_lagged_never_waited_on(tmp_pat
     async def unused(conn, params):
         raise AssertionError("not called")
 
-    handlers = {m: unused for m in PARAMS} | McpApi(lambda: None).handlers()
+    handlers = {m: unused for m in PARAMS} | McpApi(lambda: None).handlers() | event_handlers()
     server = ControlServer(handlers, client_buffer=100)
     events = DaemonEvents()
     events.server = server

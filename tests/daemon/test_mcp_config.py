@@ -14,8 +14,8 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from daemon._mcpconfig import mcp_specs
 from daemon.config import Config, ConfigError, parse_config
+from daemon.config.mcp import mcp_specs
 from tests.daemon.conftest import DaemonProcess, write_home
 from tests.daemon.rpc import RpcFailure, connect
 

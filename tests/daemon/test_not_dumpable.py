@@ -10,7 +10,7 @@ import pytest
 
 CHECK = """
 import ctypes
-from daemon.cli import _not_dumpable
+from daemon.process.cli import _not_dumpable
 libc = ctypes.CDLL(None)
 before = libc.prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE
 _not_dumpable()

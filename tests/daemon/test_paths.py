@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon import protocol
-from daemon.paths import PathError, Paths, ensure_private_dir, read_autostart, resolve_paths
+import protocol
+from protocol.paths import PathError, Paths, ensure_private_dir, read_autostart, resolve_paths
 
 UID = os.getuid()
 
@@ -138,7 +138,7 @@ def test_database_default_agrees_with_store(monkeypatch, data_home):
 
 def test_paths_module_needs_only_the_standard_library():
     code = (
-        "import sys, daemon.paths; "
+        "import sys, protocol.paths; "
         "print(sorted(m for m in ('msgspec', 'structlog', 'providers', 'trio') if m in sys.modules))"
     )
     out = subprocess.run(

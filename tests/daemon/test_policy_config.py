@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from daemon.config import ConfigError, build_permissions, parse_config
-from daemon.protocol import INVALID_PARAMS, REFUSED
+from protocol import INVALID_PARAMS, REFUSED
 from tests.daemon.conftest import DaemonProcess, write_home
 from tests.daemon.rpc import RpcFailure, connect
 

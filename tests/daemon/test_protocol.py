@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -30,12 +27,7 @@ def quiet_daemon():
     home = Path(tempfile.mkdtemp(prefix="ikf-", dir="/tmp"))
     write_home(home, _NoFake(), max_line_bytes=4096)
     d = DaemonProcess(home)
-    d.proc = subprocess.Popen([sys.executable, "-m", "daemon", "run"], env=d.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while not d.socket.exists():
-        assert time.monotonic() < deadline and d.proc.poll() is None, "ikigaid did not start"
-        time.sleep(0.05)
-    time.sleep(0.1)
+    d.start_blocking()
     with _client(d) as c:
         _call(c, "agent.create", {"name": "fixed"})
     yield d

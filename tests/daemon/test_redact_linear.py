@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from daemon.logs import REDACTED, _forget_secrets, redact, register_secret
+from daemon.process.logs import REDACTED, _forget_secrets, redact, register_secret
 from tests.freeze import wall_clock
 
 LIMIT = 5.0  # seconds; the linear code needs well under one on 1 MiB

@@ -1,4 +1,4 @@
-"""Every answer of the real daemon has exactly the shape daemon/results.py
+"""Every answer of the real daemon has exactly the shape protocol/results.py
 declares: msgspec decodes it into the TypedDict in strict mode, and no key is
 missing or undeclared, at any depth."""
 
@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import trio
 
-from daemon import results as R
+from protocol import results as R
 from tests.daemon.rpc import connect
 from tests.fakes.script import Reply
 

@@ -1,5 +1,5 @@
-"""docs/protocol.schema.json is what ``python -m daemon.schema`` writes
-today: a change of daemon/results.py without regenerating it fails here."""
+"""docs/protocol.schema.json is what ``python -m protocol.schema`` writes
+today: a change of protocol/results.py without regenerating it fails here."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from daemon import protocol as p
-from daemon import results as R
-from daemon import schema
+import protocol as p
+from protocol import results as R
+from protocol import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "protocol.schema.json"
@@ -21,14 +21,14 @@ COMMITTED = ROOT / "docs" / "protocol.schema.json"
 
 def test_the_committed_schema_is_what_the_module_writes() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "daemon.schema"],
+        [sys.executable, "-m", "protocol.schema"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     assert out == COMMITTED.read_text(encoding="utf-8"), (
-        "docs/protocol.schema.json is stale: run `python -m daemon.schema > docs/protocol.schema.json`"
+        "docs/protocol.schema.json is stale: run `python -m protocol.schema > docs/protocol.schema.json`"
     )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from tests._ready import READY_TIMEOUT
 from tests.daemon.conftest import DaemonProcess, write_home
 from tests.daemon.rpc import connect
 from tests.fakes.script import Reply
@@ -37,16 +38,17 @@ class OtherSocket(DaemonProcess):
         return {**super().env, "IKIGAI_SOCKET": str(self.socket)}
 
 
-async def _refused(d: DaemonProcess, limit: float = 10) -> tuple[int, str]:
-    """Run ``d`` to its exit; a daemon still running after ``limit`` seconds fails the test."""
+async def _refused(d: DaemonProcess, limit: float = READY_TIMEOUT) -> tuple[int, str]:
+    """Run ``d`` to its exit; a daemon still running after ``limit`` seconds
+    fails the test (the suite's start-up bound: a refusal comes at start)."""
     d.spawn()
     assert d.proc is not None
     try:
         code = await trio.to_thread.run_sync(d.proc.wait, limit)
     except subprocess.TimeoutExpired:
         d.stop()
-        raise AssertionError(f"the second daemon was not refused:\n{d.output()}") from None
-    return code, d.output()
+        raise AssertionError(f"the second daemon was not refused:\n{d.start_output()}") from None
+    return code, d.start_output()
 
 
 async def _one_daemon_per_database(
@@ -174,13 +176,7 @@ def _args(pid: int) -> str:
 class Script(DaemonProcess):
     """Started through the installed ``ikigaid`` console script."""
 
-    def spawn(self) -> None:
-        self.proc = subprocess.Popen(
-            [str(Path(sys.executable).with_name("ikigaid")), "run"],
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
+    command = [str(Path(sys.executable).with_name("ikigaid")), "run"]
 
 
 @pytest.mark.parametrize("kind", [DaemonProcess, Script], ids=["python-m-daemon", "script"])

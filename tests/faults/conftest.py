@@ -8,7 +8,7 @@ tag in the prompt (``[case:NAME]``), which every request of that agent carries
 another's replies and each case counts exactly its own requests.
 
 The daemon's retry policy is not configurable (agents.retry.RetryPolicy() is
-built with its defaults in daemon/service.py): rate-limit and overload cases
+built with its defaults in daemon/process/service.py): rate-limit and overload cases
 use a short ``retry-after-ms`` (honored as is), and the cases that must wait
 the built-in 1 s / 2 s backoff run concurrently so a test waits for them once.
 """

@@ -319,7 +319,7 @@ def test_status_and_models(daemon: Daemon) -> None:
     rows = daemon.ikictl("models", "--json").json()
     offline = daemon.ikictl("models", "--offline", "--json").json()
     assert {r["model"] for r in rows} == {r["model"] for r in offline}  # type: ignore[union-attr, index]
-    assert rows == offline  # row for row: both are built by daemon.rows.model_row
+    assert rows == offline  # row for row: both are built by protocol.rows.model_row
 
 
 def test_daemon_logs(daemon: Daemon) -> None:

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.credentials import CredentialsError, load_credentials, update_credentials
 from ikictl._errors import UsageError
 from ikictl.keys import check_key, stale_key_hint
+from protocol.credentials import CredentialsError, load_credentials, update_credentials
 
 from .conftest import IKICTL, Daemon, clean_env
 from .ptyexpect import PtyProcess

@@ -1,13 +1,13 @@
-"""``ikictl models --offline`` rows: built by daemon.rows.model_row, exactly
-the shape daemon.results declares for ``models.list``, for every provider."""
+"""``ikictl models --offline`` rows: built by protocol.rows.model_row, exactly
+the shape protocol.results declares for ``models.list``, for every provider."""
 
 from __future__ import annotations
 
 import pytest
 
-from daemon import results as R
 from ikictl._errors import UsageError
 from ikictl.offline import catalog_models
+from protocol import results as R
 from providers.catalog import default_catalog
 from tests.daemon.test_results import check
 

@@ -33,7 +33,7 @@ from agents.tools import (
     sandbox_problem,
     wrap,
 )
-from daemon.paths import resolve_paths
+from protocol.paths import resolve_paths
 
 from .helpers import call, run
 

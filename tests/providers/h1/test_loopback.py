@@ -8,7 +8,7 @@ import socket
 import pytest
 import trio
 
-from daemon._version import __version__
+from protocol.version import __version__
 from providers.h1 import USER_AGENT, StreamClient, TransportError
 from tests.providers.h1.rawserver import RawConn, chunk, chunked_head, keep_alive, raw_server
 

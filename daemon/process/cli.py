@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from ._version import __version__
+from protocol.version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,8 +63,8 @@ def _fail(message: str, code: int = 1) -> int:
 
 
 def _detach(log_level: str | None) -> int:
-    from .paths import resolve_paths
-    from .service import socket_in_use
+    from daemon.process.service import socket_in_use
+    from protocol.paths import resolve_paths
 
     paths = resolve_paths()
     if socket_in_use(paths.socket):
@@ -132,14 +132,13 @@ def _set_title(name: str = "ikigaid") -> None:
 def _run(log_level: str | None) -> int:
     import trio
 
+    from daemon.config import ConfigError, load_config
+    from daemon.process.lock import LockError
+    from daemon.process.logs import configure_logging
+    from daemon.process.service import AlreadyRunning, Daemon, StartupError
+    from protocol.credentials import CredentialsError
+    from protocol.paths import resolve_paths
     from store import StoreError
-
-    from ._lock import LockError
-    from .config import ConfigError, load_config
-    from .credentials import CredentialsError
-    from .logs import configure_logging
-    from .paths import resolve_paths
-    from .service import AlreadyRunning, Daemon, StartupError
 
     _not_dumpable()
     _set_title()
@@ -170,11 +169,10 @@ def _run(log_level: str | None) -> int:
 
 
 def _migrate() -> int:
+    from daemon.config import ConfigError, load_config
+    from protocol.paths import resolve_paths
     from store import StoreError
     from store.migrate import upgrade
-
-    from .config import ConfigError, load_config
-    from .paths import resolve_paths
 
     paths = resolve_paths()
     try:

@@ -93,7 +93,7 @@ def _xdg(env: Mapping[str, str], name: str, *default: str) -> Path:
 
 def runtime_dir(env: Mapping[str, str] | None = None) -> Path:
     """$XDG_RUNTIME_DIR/ikigai, or /tmp/ikigai-$UID without one (as
-    ``daemon.protocol.runtime_dir``, but reading ``env``)."""
+    ``protocol.runtime_dir``, but reading ``env``)."""
     env = os.environ if env is None else env
     base = _get(env, "XDG_RUNTIME_DIR")
     if base:

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import protocol as p
 from agents.actor import KEEP_RESULTS
 
-from . import protocol as p
-
 if TYPE_CHECKING:
-    from . import params as P
-    from . import results as R
-    from ._shapes import ApiHost
-    from .control import Connection, Handler
+    from daemon.methods.shapes import ApiHost
+    from daemon.server.connection import Connection, Handler
+    from protocol import params as P
+    from protocol import results as R
 
 
 class AdminApi:

@@ -1,4 +1,4 @@
-"""The control socket server: JSON-RPC 2.0 over NDJSON on a Unix socket.
+"""One client of the control socket: JSON-RPC 2.0 over NDJSON.
 
 Each connection gets its own nursery: one task reads lines, each request runs
 in its own task (so answers may come back out of order), and one task writes.
@@ -10,40 +10,36 @@ daemon or an agent. Bad input never hurts the daemon or other clients.
 from __future__ import annotations
 
 import itertools
-import json
 import os
-import re
-import socket
-import struct
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import structlog
 import trio
 
+import protocol as p
 from agents.eventlog import EventLog
-
-from . import protocol as p
-from ._fanout import Forward
-from .logs import redact
-from .params import PARAMS, decode_params, excerpt, lone_surrogate
+from daemon.server.lines import MAYBE_SURROGATE, Refusal, id_problem, parse_line
+from daemon.server.subscriptions import Forward
+from protocol.params import decode_params, excerpt, lone_surrogate
+from providers.redact import redact
 
 log = structlog.get_logger("ikigai.control")
 
 Handler = Callable[["Connection", Any], Awaitable[Any]]
 
+
+class Settings(Protocol):
+    """What a connection reads of its server (ControlServer, server.py)."""
+
+    handlers: dict[str, Handler]
+    max_line: int
+    client_buffer: int
+    flush_interval: float
+
 _encoder = msgspec.json.Encoder()
-
-
-def peer_uid(sock: socket.socket) -> int | None:
-    try:
-        data = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except OSError:
-        return None
-    _pid, uid, _gid = struct.unpack("3i", data)
-    return uid
 
 
 # One connection's requests being answered at once; more wait, as bytes, in its
@@ -51,87 +47,6 @@ def peer_uid(sock: socket.socket) -> int | None:
 # passes BACKLOG_LINES lines' worth is not read until it shrinks.
 MAX_IN_FLIGHT = 1024
 BACKLOG_LINES = 16
-
-
-class _Refusal(Exception):
-    """A line the daemon will not carry out: answered with ``error`` (unless
-    ``answer`` is false: a notification's failures are never answered)."""
-
-    def __init__(self, rid: Any, code: int, message: str, *, answer: bool = True) -> None:
-        super().__init__(message)
-        self.rid = rid
-        self.error = p.RpcError(code, message)
-        self.answer = answer
-
-
-# what a JSON string is, to skip it when counting brackets: up to its closing
-# quote, or to the end of an unclosed one (so each string is scanned once)
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
-_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
-_SIGNS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 and -1 once read as signed bytes
-# a \uD800-\uDFFF escape, perhaps of a lone surrogate: only then is the request walked
-_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
-def parse_line(line: bytes) -> Any:
-    """One request line as JSON, or _Refusal (-32700). Strict UTF-8 (no lone
-    surrogates as raw bytes), no NaN or Infinity, and never nested deeper than
-    p.MAX_DEPTH: deeper nesting is refused before the recursive parser sees it."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise _Refusal(
-            None,
-            p.PARSE_ERROR,
-            f"parse error: invalid UTF-8 at byte {e.start}; a request line is UTF-8 text",
-        ) from None
-    if _too_deep(line):
-        raise _Refusal(
-            None,
-            p.PARSE_ERROR,
-            f"parse error: arrays and objects nested deeper than {p.MAX_DEPTH} levels",
-        )
-    try:
-        return json.loads(text, parse_constant=_no_constant)
-    except (
-        ValueError,
-        RecursionError,
-    ) as e:  # RecursionError: cannot happen after _too_deep; kept as a guard
-        raise _Refusal(None, p.PARSE_ERROR, f"parse error: {excerpt(str(e))}") from None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _too_deep(line: bytes) -> bool:
-    """Is any point of ``line`` inside more than p.MAX_DEPTH brackets? Linear,
-    at C speed but for one step per 4096 brackets."""
-    if line.count(b"[") + line.count(b"{") <= p.MAX_DEPTH:
-        return False  # the common case: too few brackets to be too deep
-    signs = memoryview(_STRING.sub(b"", line).translate(_SIGNS, _NOT_BRACKET)).cast("b")
-    depth = 0
-    for start in range(0, len(signs), 4096):
-        depths = list(itertools.accumulate(signs[start : start + 4096], initial=depth))
-        if max(depths) > p.MAX_DEPTH:
-            return True
-        depth = depths[-1]
-    return False
-
-
-def _id_problem(rid: Any) -> str | None:
-    """Why ``rid`` cannot be a request id (None: it can). It is sent back in the
-    answer, so it must be encodable and small."""
-    if rid is None or (type(rid) is int and -p.MAX_INT <= rid <= p.MAX_INT):
-        return None
-    if isinstance(rid, str):
-        if len(rid) > p.MAX_ID:
-            return f"id: a string id has at most {p.MAX_ID} characters (this one has {len(rid)})"
-        return lone_surrogate(rid, ("id",))
-    return (
-        f"id must be a string (at most {p.MAX_ID} characters) "
-        f"or an integer from {-p.MAX_INT} to {p.MAX_INT}"
-    )
 
 
 # lines of a connection's send buffer kept for answers and notices: events
@@ -162,7 +77,7 @@ class Connection:
 
     _ids = itertools.count(1)
 
-    def __init__(self, stream: trio.SocketStream, server: ControlServer) -> None:
+    def __init__(self, stream: trio.SocketStream, server: Settings) -> None:
         self.id = next(self._ids)
         self.stream = stream
         self.server = server
@@ -181,7 +96,7 @@ class Connection:
         self._backlog: deque[bytes] = deque()  # lines read, waiting for room to be answered
         self._backlog_bytes = 0
         self._room = trio.Event()  # set (and replaced) when the backlog shrinks below its bound
-        self.daemon_events = False  # daemon.subscribe: sent daemon events (daemon/_mcpapi.py)
+        self.daemon_events = False  # daemon.subscribe: sent daemon events (daemon/methods/mcp.py)
 
     # ------------------------------------------------------------ sending
 
@@ -396,7 +311,7 @@ class Connection:
     def _dispatch(self, line: bytes, nursery: trio.Nursery) -> None:
         try:
             call = self._request(line)
-        except _Refusal as r:
+        except Refusal as r:
             if r.answer:
                 self.fail(r.rid, r.error)
             return
@@ -418,42 +333,42 @@ class Connection:
         nursery.start_soon(self._call, *call)
 
     def _request(self, line: bytes) -> tuple[Any, str, Handler, Any]:
-        """(id, method, handler, params) of one line; _Refusal when it is not a
+        """(id, method, handler, params) of one line; Refusal when it is not a
         request the daemon can carry out."""
         msg = parse_line(line)
         if not isinstance(msg, dict):
-            raise _Refusal(
+            raise Refusal(
                 None,
                 p.INVALID_REQUEST,
                 'not a JSON-RPC 2.0 request: need {"jsonrpc": "2.0", "method": ..., "id": ...}',
             )
         rid = msg.get("id")
-        problem = _id_problem(rid)
+        problem = id_problem(rid)
         if problem is not None:
-            raise _Refusal(None, p.INVALID_REQUEST, problem)
+            raise Refusal(None, p.INVALID_REQUEST, problem)
         if msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
-            raise _Refusal(
+            raise Refusal(
                 rid,
                 p.INVALID_REQUEST,
                 'not a JSON-RPC 2.0 request: need {"jsonrpc": "2.0", "method": ..., "id": ...}',
             )
         method = msg["method"]
-        if _MAYBE_SURROGATE.search(line):
+        if MAYBE_SURROGATE.search(line):
             for key, value in msg.items():
                 where = lone_surrogate({key: value})
                 if where is None:
                     continue
                 if key == "params":
-                    raise _Refusal(
+                    raise Refusal(
                         rid,
                         p.INVALID_PARAMS,
                         f"invalid params for {excerpt(method)}: {where}",
                         answer=rid is not None,
                     )
-                raise _Refusal(rid, p.INVALID_REQUEST, where)
+                raise Refusal(rid, p.INVALID_REQUEST, where)
         handler = self.server.handlers.get(method)
         if handler is None:
-            raise _Refusal(
+            raise Refusal(
                 rid,
                 p.METHOD_NOT_FOUND,
                 f"unknown method {excerpt(method)!r}",
@@ -462,7 +377,7 @@ class Connection:
         try:
             params = decode_params(method, msg.get("params"))
         except p.RpcError as e:
-            raise _Refusal(rid, e.code, e.message, answer=rid is not None) from None
+            raise Refusal(rid, e.code, e.message, answer=rid is not None) from None
         return rid, method, handler, params
 
     async def _call(self, rid: Any, method: str, handler: Handler, params: Any) -> None:
@@ -508,64 +423,3 @@ class Connection:
             self.respond(rid, result)
 
 
-class ControlServer:
-    """The control socket: ``serve`` accepts connections (started with
-    ``nursery.start``) and gives each a Connection; ``handlers`` maps each
-    method to its coroutine (daemon/api.py)."""
-
-    def __init__(
-        self,
-        handlers: dict[str, Handler],
-        *,
-        max_line: int = p.MAX_LINE,
-        client_buffer: int = 4096,
-        check_uid: bool = True,
-        flush_interval: float = 0.0,
-    ) -> None:
-        missing = set(PARAMS) - set(handlers)
-        if missing:
-            raise ValueError(f"no handler for {sorted(missing)}")
-        self.handlers = handlers
-        self.max_line = max_line
-        self.client_buffer = client_buffer
-        self.check_uid = check_uid
-        self.flush_interval = flush_interval  # seconds; config stream.flush_interval
-        self.connections: set[Connection] = set()
-
-    async def serve(
-        self,
-        sock: trio.socket.SocketType,
-        *,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        listener = trio.SocketListener(sock)
-        task_status.started()
-        await trio.serve_listeners(self._handle, [listener])
-
-    async def drain(self) -> None:
-        """Wait (briefly: call inside a timeout) until every connection has
-        written what it was sent, so a stopping daemon's last events arrive."""
-        for _ in range(500):
-            if all(c.queued == 0 for c in self.connections):
-                break
-            await trio.sleep(0.01)
-        await trio.sleep(0.05)  # let the writers hand the last lines to the kernel
-
-    async def _handle(self, stream: trio.SocketStream) -> None:
-        if self.check_uid:
-            uid = peer_uid(stream.socket)  # type: ignore[arg-type]
-            if uid != os.getuid():
-                log.warning("refused a connection from another user", peer_uid=uid)
-                await stream.aclose()
-                return
-        conn = Connection(stream, self)
-        self.connections.add(conn)
-        try:
-            await conn.run()
-        except Exception:
-            # the last guard: a bug in one connection closes it, never the daemon
-            log.exception("connection failed; closing it", connection=conn.id)
-        finally:
-            self.connections.discard(conn)
-            with trio.CancelScope(shield=True):
-                await stream.aclose()

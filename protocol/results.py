@@ -5,7 +5,7 @@ definition serves both sides: the daemon builds them (the type checker holds
 it to these shapes, and tests decode the real daemon's answers into them with
 msgspec in strict mode), and ``ikictl`` — which must not import msgspec at
 start-up — names them in its annotations only (``if TYPE_CHECKING``), at no
-cost. Params are in ``daemon.params``; docs/protocol.md shows each method.
+cost. Params are in ``protocol.params``; docs/protocol.md shows each method.
 
 Timestamps are RFC 3339 text (``2026-11-23T20:29:03.123456Z``), as msgspec
 writes a datetime.
@@ -40,7 +40,7 @@ class Status(TypedDict):
     connections: int
     default_model: str
     max_line_bytes: int  # a longer request line is refused (error -32004) and the connection closed
-    # daemon.protocol.PROTOCOL_VERSION: incremented on an incompatible change only
+    # protocol.PROTOCOL_VERSION: incremented on an incompatible change only
     protocol_version: int
 
 
@@ -454,7 +454,7 @@ class Approved(TypedDict):
     decision: Literal["allow", "deny"]
 
 
-# The result type of each method (the keys are daemon.protocol's method names);
+# The result type of each method (the keys are protocol's method names);
 # agent.prompt with wait answers TurnOutcome, agent.usage with no agent AllUsage.
 RESULTS: dict[str, Any] = {
     "daemon.status": Status,

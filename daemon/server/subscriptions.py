@@ -23,14 +23,13 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
+import protocol as p
 from agents.eventlog import EventLog
 from agents.events import Lagged, LogEntry
 
-from . import protocol as p
-
 log = structlog.get_logger("ikigai.control")
 
-_encoder = msgspec.json.Encoder()
+_encoder = msgspec.json.Encoder()  # shared with events.py
 
 
 class _Note(msgspec.Struct):
@@ -58,7 +57,7 @@ def _tail(entry: LogEntry) -> bytes:
         log.exception(
             "an event held invalid Unicode; sent with U+FFFD", agent=entry.agent, seq=entry.seq
         )
-        body = _encoder.encode(_scrub(msgspec.to_builtins(note)))
+        body = _encoder.encode(without_surrogates(msgspec.to_builtins(note)))
     tail = body[1:] + b"}\n"
     _last[0], _last[1] = entry, tail
     return tail
@@ -67,18 +66,18 @@ def _tail(entry: LogEntry) -> bytes:
 _LONE = re.compile("[\ud800-\udfff]")
 
 
-def _scrub(value: Any) -> Any:
+def without_surrogates(value: Any) -> Any:
     if isinstance(value, str):
         return _LONE.sub("\ufffd", value)
     if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_scrub(v) for v in value]
+        return [without_surrogates(v) for v in value]
     return value
 
 
 class Outlet(Protocol):
-    """What a Forward needs of its connection (daemon/control.py Connection)."""
+    """What a Forward needs of its connection (daemon/server/connection.py Connection)."""
 
     closed: bool
     event_room: int  # queued lines past which events end their subscription

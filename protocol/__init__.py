@@ -1,7 +1,7 @@
 """The control protocol: JSON-RPC 2.0, one JSON object per line (UTF-8), over
 a Unix socket. This module is the contract between ``ikigaid`` and its clients;
 it imports only the standard library so ``ikictl`` starts fast. The daemon
-validates params with the msgspec types in ``daemon.params``.
+validates params with the msgspec types in ``protocol.params``.
 
 See docs/protocol.md for every method with an example session.
 """

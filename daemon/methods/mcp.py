@@ -1,7 +1,6 @@
 """The MCP methods (``mcp.list``, ``mcp.tools``, ``mcp.restart``,
-``mcp.prompts``) and the daemon-level subscription (``daemon.subscribe``,
-``daemon.unsubscribe``, and DaemonEvents, which sends ``daemon.event``):
-api.py registers them. See docs/protocol.md.
+``mcp.prompts``) and the ``mcp_server`` daemon event: api.py registers them.
+See docs/protocol.md.
 
 What the hub says goes out scrubbed: a server's command line or URL may hold
 a value brought in by ``$NAME``, and its last error may quote one.
@@ -13,21 +12,18 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import params as P
-from . import protocol as p
-from . import results as R
-from ._fanout import _scrub
-from .control import _encoder
-from .logs import redact
+import protocol as p
+from protocol import params as P
+from protocol import results as R
+from providers.redact import redact
 
 if TYPE_CHECKING:
     from agents import Supervisor
     from agents.tools.mcp import McpHub, ServerState
+    from daemon.server import Connection, Handler
     from store import AgentRecord
 
-    from .control import Connection, ControlServer, Handler
-
-__all__ = ["DaemonEvents", "McpApi", "agent_servers", "server_event", "server_state"]
+__all__ = ["McpApi", "agent_servers", "server_event", "server_state"]
 
 
 def server_state(state: ServerState) -> R.McpServerState:
@@ -71,43 +67,6 @@ def agent_servers(sup: Supervisor, record: AgentRecord, live: bool) -> list[str]
     return [n for n in own if isinstance(n, str) and n in known]
 
 
-class DaemonEvents:
-    """Daemon events (an MCP server's state...) for every connection that
-    asked (daemon.subscribe), numbered by ``seq``. Never waits: a connection
-    whose buffer is nearly full gets a ``lagged`` event instead, which ends
-    its subscription (it may subscribe again and read the state afresh)."""
-
-    def __init__(self) -> None:
-        self.server: ControlServer | None = None  # set once the socket is served
-        self.seq = 0  # of the last event published
-
-    def publish(self, event: dict[str, Any]) -> None:
-        self.seq += 1
-        if self.server is None:
-            return  # no connection yet: nobody to tell
-        line: bytes | None = None
-        # the room the connection keeps for answers (as agent subscriptions do)
-        for conn in list(self.server.connections):
-            if not conn.daemon_events or conn.closed:
-                continue
-            if conn.queued >= conn.event_room:
-                conn.daemon_events = False
-                conn.send_bytes(_line(self.seq, {"type": "lagged", "missed_from": self.seq}))
-                continue
-            if line is None:
-                line = _line(self.seq, event)
-            conn.send_bytes(line)
-
-
-def _line(seq: int, event: dict[str, Any]) -> bytes:
-    params = {"seq": seq, "event": event}
-    try:
-        body = _encoder.encode(params)
-    except UnicodeEncodeError:  # a server's error text with a lone surrogate
-        body = _encoder.encode(_scrub(params))
-    return b'{"jsonrpc":"2.0","method":"' + p.DAEMON_EVENT.encode() + b'","params":' + body + b"}\n"
-
-
 class McpApi:
     """The handlers; ``hub`` is asked at each call (the supervisor's)."""
 
@@ -120,8 +79,6 @@ class McpApi:
             p.MCP_TOOLS: self.tools,
             p.MCP_RESTART: self.restart,
             p.MCP_PROMPTS: self.prompts,
-            p.DAEMON_SUBSCRIBE: self.subscribe,
-            p.DAEMON_UNSUBSCRIBE: self.unsubscribe,
         }
 
     def _server(self, name: str) -> McpHub:
@@ -186,15 +143,6 @@ class McpApi:
         except McpError as e:
             raise _failed(params.server, e) from None
         return {"server": params.server, "prompts": [_prompt(x) for x in prompts]}
-
-    async def subscribe(self, conn: Connection, params: P.NoParams) -> R.DaemonSubscribed:
-        conn.daemon_events = True
-        return {"subscribed": True}
-
-    async def unsubscribe(self, conn: Connection, params: P.NoParams) -> R.Ok:
-        was = conn.daemon_events
-        conn.daemon_events = False
-        return {"ok": was}
 
 
 def _failed(server: str, e: Exception) -> p.RpcError:

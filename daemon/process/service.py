@@ -34,13 +34,7 @@ from agents.tools import (
     discover_external_tools,
 )
 from agents.tools.mcp import McpHub, McpServerSpec, ServerState
-from store import Store, display_url, sqlite_file
-
-from ._lock import hold_database
-from ._mcpapi import DaemonEvents, server_event
-from ._mcpconfig import mcp_specs
-from .api import Api, DaemonInfo
-from .config import (
+from daemon.config import (
     Config,
     ConfigError,
     build_catalog,
@@ -49,10 +43,16 @@ from .config import (
     settings_factory,
     tool_env,
 )
-from .control import ControlServer
-from .credentials import load_credentials, secret_values
-from .logs import register_secrets
-from .paths import Paths, ensure_private_dir
+from daemon.config.mcp import mcp_specs
+from daemon.methods.api import Api, DaemonInfo
+from daemon.methods.mcp import server_event
+from daemon.process.lock import hold_database
+from daemon.process.logs import register_secrets
+from daemon.server import ControlServer
+from daemon.server.events import DaemonEvents
+from protocol.credentials import load_credentials, secret_values
+from protocol.paths import Paths, ensure_private_dir
+from store import Store, display_url, sqlite_file
 
 log = structlog.get_logger("ikigai.daemon")
 

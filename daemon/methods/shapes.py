@@ -1,10 +1,12 @@
 """What the method modules share: the small conversions to the protocol's
 shapes, and ``ApiHost``, what api.Api offers the modules that hold some of its
-methods (_admin.py, _transfer.py, _history.py) without importing it."""
+methods (every family module) without importing it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -14,11 +16,11 @@ if TYPE_CHECKING:
     from agents import Supervisor
     from agents.actor import Actor
     from agents.store import AsyncStore
+    from protocol import results as R
+    from providers.catalog import Catalog
     from providers.modelspec import ResolvedModel
     from providers.types import Usage
     from store import AgentRecord
-
-    from . import results as R
 
 
 def stamp(when: datetime) -> str:
@@ -50,6 +52,21 @@ def tokens(u: Usage) -> R.TokenUsage:
     }
 
 
+@dataclass
+class DaemonInfo:
+    """What the methods are told of the daemon process (service.py fills it)."""
+
+    socket: str
+    database: str
+    started_at: float
+    default_model: str
+    connections: Callable[[], int]
+    shutdown: Callable[[], None]
+    reload: Callable[[], str | None]  # None: done; else why it was refused
+    settings: Callable[[str], Any]  # provider name -> ProviderSettings
+    max_line_bytes: int = 0  # the longest request line the socket takes (read at start)
+
+
 class ApiHost(Protocol):
     """What api.Api gives the method modules."""
 
@@ -63,6 +80,16 @@ class ApiHost(Protocol):
     async def _described(self, record: AgentRecord) -> R.AgentInfo: ...
 
     async def _outcome(self, uuid: str, turn: str) -> R.TurnOutcome: ...
+
+    async def _created(self, created: R.Created, wait: bool) -> R.Created: ...
+
+    def _info(self, record: AgentRecord, short: str) -> R.AgentInfo: ...
+
+    @property
+    def info(self) -> DaemonInfo: ...
+
+    @property
+    def catalog(self) -> Catalog: ...
 
     # the one mapping of the layers' refusals to protocol errors (api._REFUSALS)
     def _refusals(self) -> AbstractContextManager[None]: ...

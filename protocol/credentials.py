@@ -20,8 +20,9 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ._jsontext import text_fault, undecodable_field
-from .logs import redact
+from providers.redact import redact
+
+from .jsontext import text_fault, undecodable_field
 
 __all__ = [
     "CredentialsError",

@@ -9,8 +9,7 @@ import structlog
 
 from agents import AgentError, Supervisor
 from agents.compactor import CompactOutcome, ContextStatus
-
-from . import results as R
+from protocol import results as R
 
 log = structlog.get_logger("ikigai.daemon")
 

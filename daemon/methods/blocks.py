@@ -33,9 +33,8 @@ from providers.types import (
 )
 
 if TYPE_CHECKING:
+    from protocol import results as R
     from providers.catalog import Catalog
-
-    from . import results as R
 
 Model = tuple[str, str]  # (provider, model)
 _TOKENS = (

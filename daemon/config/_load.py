@@ -25,20 +25,19 @@ from msgspec import UNSET, Meta, UnsetType
 
 from agents.permissions import Permissions
 from agents.tools import EnvRule, ToolEnv, is_env_name, provider_key_names
+from daemon.config.context import ContextConfig, ModelLimitsConfig, apply_limits, context_fault
+from daemon.config.mcp import McpServerConfig, mcp_servers_one_by_one
+from daemon.config.policy import PolicyConfig, policy_fault
+from daemon.config.policy import build_permissions as _build_permissions
+from daemon.config.stream import StreamConfig
+from protocol.jsontext import json_kind as _json_kind
+from protocol.jsontext import text_fault, undecodable_field
 from providers.catalog import Catalog, ProviderEntry, WireApi, default_catalog, load_catalog
 from providers.modelspec import ModelSpecError, parse_model_spec
 from providers.openai import DIALECT_FLAGS, compatible_provider
+from providers.secrets import register_secret
 from providers.settings import ProviderSettings, settings_for
 from providers.types import THINKING_LEVELS
-
-from ._contextconfig import ContextConfig, ModelLimitsConfig, apply_limits, context_fault
-from ._jsontext import json_kind as _json_kind
-from ._jsontext import text_fault, undecodable_field
-from ._mcpconfig import McpServerConfig, mcp_servers_one_by_one
-from ._policyconfig import PolicyConfig, policy_fault
-from ._policyconfig import build_permissions as _build_permissions
-from ._streamconfig import StreamConfig
-from .logs import register_secret
 
 __all__ = [
     "Config",
@@ -155,7 +154,7 @@ class Config(_Strict):
     tool_folders: list[str] = msgspec.field(default_factory=list)  # ~ expanded on load
     tools: ToolsPolicy = msgspec.field(default_factory=ToolsPolicy)
     fallback_models: list[str] = msgspec.field(default_factory=list)
-    autostart: bool = True  # read by ikictl (daemon.paths.read_autostart)
+    autostart: bool = True  # read by ikictl (protocol.paths.read_autostart)
     database_url: str | None = None  # IKIGAI_DB_URL wins
     log_level: LogLevel = "info"
     shutdown_grace: NonNegative = 10.0  # seconds

@@ -1,6 +1,6 @@
 """Params of every control method, as msgspec Structs: the daemon decodes each
 request's params into its Struct, and a mismatch becomes -32602 naming the
-field. Clients need not import this (see daemon/protocol.py)."""
+field. Clients need not import this (see protocol/protocol.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from . import protocol as p
+import protocol as p
 
 # Names, refs and model texts are short: a bound keeps every error that quotes
 # them short too. Prompts, system texts and mail may fill a line.
@@ -185,7 +185,7 @@ class Export(_P, frozen=True):
 
 
 class Import(_P, frozen=True):
-    # an agent.export document; checked field by field by daemon/_transfer.py
+    # an agent.export document; checked field by field by daemon/methods/transfer.py
     document: dict[str, Any]
     name: Ref | None = None
 

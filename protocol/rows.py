@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from providers.thinking import map_thinking
 
-TYPE_CHECKING = False  # typing is for the checker only, like daemon.protocol
+TYPE_CHECKING = False  # typing is for the checker only, like protocol
 if TYPE_CHECKING:
-    from daemon.results import ModelRow, Prices
+    from protocol.results import ModelRow, Prices
     from providers.catalog import Catalog, ModelEntry
     from providers.types import ThinkingLevel
 

@@ -16,23 +16,21 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 import msgspec
 from msgspec import Meta
 
+import protocol as p
 from agents import _mcp_select as mcp_select
 from agents.permissions import dump_chain, parse_chain
 from agents.workdir import working_folder
+from daemon.methods.shapes import model_info, stamp
+from protocol import params as P
 from providers.modelspec import ModelSpec, resolve_model
 from providers.types import THINKING_LEVELS, Message
 from store import ImportedRow, InvalidEntry, NameTaken
 
-from . import params as P
-from . import protocol as p
-from ._shapes import model_info, stamp
-
 if TYPE_CHECKING:
+    from daemon.methods.shapes import ApiHost
+    from daemon.server.connection import Connection, Handler
+    from protocol import results as R
     from store import AgentRecord
-
-    from . import results as R
-    from ._shapes import ApiHost
-    from .control import Connection, Handler
 
 FORMAT: Final = "ikigai-agent"
 VERSION = 1

@@ -1,6 +1,6 @@
-"""The JSON Schema of every control method's result, from daemon/results.py:
+"""The JSON Schema of every control method's result, from protocol/results.py:
 
-    python -m daemon.schema > docs/protocol.schema.json
+    python -m protocol.schema > docs/protocol.schema.json
 
 One document: ``properties`` maps each method name to the schema of its
 result (``{"$ref": "protocol.schema.json#/properties/agent.list"}`` validates
@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
-from . import protocol as p
-from .results import RESULTS, AllUsage
+import protocol as p
+from protocol.results import RESULTS, AllUsage
 
 
 def schema() -> dict[str, Any]:
@@ -30,7 +30,7 @@ def schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "ikigai control protocol: the result of each method",
         "description": (
-            "Generated from daemon/results.py by `python -m daemon.schema`. "
+            "Generated from protocol/results.py by `python -m protocol.schema`. "
             "protocol_version is daemon.status's: it changes only when a change is "
             "incompatible. agent.prompt with wait: true answers as agent.wait does; "
             "agent.usage without an agent answers AllUsage."

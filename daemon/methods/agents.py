@@ -1,0 +1,181 @@
+"""The methods on one agent's life: ``agent.create``, ``agent.list``,
+``agent.show``, ``agent.prompt``, ``agent.subscribe`` / ``agent.unsubscribe``,
+``agent.cancel``, ``agent.kill``, ``agent.fork``, ``agent.set_model`` and
+``agent.set_system``. See docs/protocol.md."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import protocol as p
+from daemon.methods._context import context_of
+from daemon.methods.refusals import refusals
+from daemon.methods.shapes import model_info, plain, stamp
+from protocol import params as P
+from protocol import results as R
+
+if TYPE_CHECKING:
+    from daemon.methods.shapes import ApiHost
+    from daemon.server import Connection, Handler
+
+
+class AgentsApi:
+    """Create, prompt, fork, switch, cancel and kill agents."""
+
+    def __init__(self, host: ApiHost) -> None:
+        self.host = host
+        self.sup = host.sup
+        self.db = host.db
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            p.AGENT_CREATE: self.create,
+            p.AGENT_LIST: self.list,
+            p.AGENT_SHOW: self.show,
+            p.AGENT_PROMPT: self.prompt,
+            p.AGENT_SUBSCRIBE: self.subscribe,
+            p.AGENT_UNSUBSCRIBE: self.unsubscribe,
+            p.AGENT_CANCEL: self.cancel,
+            p.AGENT_KILL: self.kill,
+            p.AGENT_FORK: self.fork,
+            p.AGENT_SET_MODEL: self.set_model,
+            p.AGENT_SET_SYSTEM: self.set_system,
+        }
+
+    async def create(self, conn: Connection, params: P.Create) -> R.Created:
+        with refusals():
+            record, resolved, turn = await self.sup.create(
+                model=params.model or self.host.info.default_model,
+                name=params.name,
+                system=params.system,
+                prompt=params.prompt,
+                cwd=params.cwd,
+                policy=params.policy,
+                mcp=params.mcp,
+            )
+        info = await self.host._described(record)
+        created: R.Created = {"agent": info, "model": model_info(resolved), "turn": turn}
+        return await self.host._created(created, params.wait)
+
+    async def list(self, conn: Connection, params: P.ListAgents) -> list[R.ListedAgent]:
+        records = await self.db.call(
+            self.db.store.list_agents, include_dead=params.include_dead, include_hidden=False
+        )
+        totals = await self.db.usage_totals()
+        active = await self.db.call(self.db.store.last_active, None)
+        shorts = await self.db.short_refs([r.uuid for r in records])
+        out: list[R.ListedAgent] = []
+        for r in records:
+            t = totals.get(r.uuid)
+            usage: R.UsageBrief = (
+                {
+                    "turns": t.turns,
+                    "calls": t.calls,
+                    "input_tokens": t.input_tokens,
+                    "output_tokens": t.output_tokens,
+                    "cost_usd": t.cost_usd,
+                }
+                if t is not None
+                else {
+                    "turns": 0,
+                    "calls": 0,
+                    "input_tokens": 0,
+                    "output_tokens": 0,
+                    "cost_usd": 0.0,
+                }
+            )
+            out.append(
+                {
+                    **self.host._info(r, shorts[r.uuid]),
+                    "usage": usage,
+                    "last_active_at": stamp(active.get(r.uuid, r.created_at)),
+                }
+            )
+        return out
+
+    async def show(self, conn: Connection, params: P.AgentRef) -> R.ShownAgent:
+        record = await self.host._record(params.agent)
+        report = await self.db.usage(record.uuid)
+        active = await self.db.call(self.db.store.last_active, [record.uuid])
+        actor = self.sup.actor_of(record.uuid)
+        last = actor.last_result if actor else None
+        last_turn: R.LastTurn | None = (
+            None
+            if last is None
+            else {
+                "turn": last.turn,
+                "status": last.status,
+                "reply": last.reply,
+                "error": plain(last.error),
+            }
+        )
+        return {
+            **(await self.host._described(record)),
+            "usage": plain(report.total),
+            "last_turn": last_turn,
+            "context": await context_of(self.sup, record.uuid),
+            "last_active_at": stamp(active.get(record.uuid, record.created_at)),
+        }
+
+    async def prompt(self, conn: Connection, params: P.Prompt) -> R.Queued | R.TurnOutcome:
+        actor = await self.host._actor(params.agent)
+        with refusals():
+            turn, position = await self.sup.prompt(actor, params.text)
+        if not params.wait:
+            return {"turn": turn, "position": position}
+        result = await self.host._outcome(actor.uuid, turn)
+        if result["status"] == "error":
+            raise p.RpcError(p.TURN_FAILED, f"the turn ended in error: {result['error']}", result)
+        return result
+
+    async def subscribe(self, conn: Connection, params: P.Subscribe) -> R.Subscribed:
+        actor = await self.host._actor(params.agent)
+        if params.from_seq is not None and params.from_seq < 1:
+            raise p.RpcError(p.INVALID_PARAMS, "from_seq: must be 1 or more")
+        next_seq = actor.log.next_seq
+        from_seq = params.from_seq if params.from_seq is not None else next_seq
+        return {"subscription": conn.subscribe(actor.log, from_seq), "next_seq": next_seq}
+
+    async def unsubscribe(self, conn: Connection, params: P.Unsubscribe) -> R.Ok:
+        return {"ok": conn.unsubscribe(params.subscription)}
+
+    async def cancel(self, conn: Connection, params: P.Cancel) -> R.Cancelled:
+        actor = await self.host._actor(params.agent)
+        return {"cancelled": actor.cancel(at_boundary=params.at_boundary)}
+
+    async def kill(self, conn: Connection, params: P.AgentRef) -> R.Killed:
+        record = await self.host._record(params.agent)
+        if self.sup.actor_of(record.uuid) is None:
+            raise p.RpcError(p.REFUSED, f"agent {record.name} ({record.uuid}) is already dead")
+        with refusals():
+            killed = await self.sup.kill(record.uuid)
+        return {"killed": killed}
+
+    async def fork(self, conn: Connection, params: P.Fork) -> R.Created:
+        record = await self.host._record(params.agent)
+        with refusals():
+            child, resolved, turn = await self.sup.fork(
+                record.uuid,
+                model=params.model,
+                at_message=params.at,
+                name=params.name,
+                prompt=params.prompt,
+                cwd=params.cwd,
+                policy=params.policy,
+                mcp=params.mcp,
+            )
+        info = await self.host._described(child)
+        created: R.Created = {"agent": info, "model": model_info(resolved), "turn": turn}
+        return await self.host._created(created, params.wait)
+
+    async def set_model(self, conn: Connection, params: P.SetModel) -> R.ModelInfo:
+        actor = await self.host._actor(params.agent)
+        with refusals():
+            resolved = await self.sup.switch_model(actor.uuid, params.model, queue=params.queue)
+        return model_info(resolved)
+
+    async def set_system(self, conn: Connection, params: P.SetSystem) -> R.Ok:
+        actor = await self.host._actor(params.agent)
+        with refusals():
+            await self.sup.set_system(actor.uuid, params.text)
+        return {"ok": True}

@@ -1,0 +1,189 @@
+"""The ``Api``: what every method family shares (agent references resolved,
+refusals mapped to error codes, turn outcomes) and the one table of handlers
+the control server dispatches on. Each family's methods live in their own
+module (daemon/methods/__init__.py lists them). See docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+import protocol as p
+from agents import Supervisor
+from agents.actor import Actor
+from agents.permissions import parse_chain
+from daemon.methods.admin import AdminApi
+from daemon.methods.agents import AgentsApi
+from daemon.methods.approvals import ApprovalsApi
+from daemon.methods.daemon import DaemonApi
+from daemon.methods.history import HistoryApi
+from daemon.methods.mail import MailApi
+from daemon.methods.mcp import McpApi, agent_servers
+from daemon.methods.refusals import refusals
+from daemon.methods.shapes import DaemonInfo, plain, stamp, tokens
+from daemon.methods.transfer import TransferApi
+from protocol import results as R
+from providers.catalog import Catalog
+from store import AgentNotFound, AgentRecord, AmbiguousAgent
+
+if TYPE_CHECKING:
+    from daemon.server import Handler
+
+__all__ = ["Api", "DaemonInfo"]
+
+_CANDIDATES = 20  # agents an ambiguous-ref error lists
+
+
+def _next_model(actor: Actor) -> str | None:
+    """``provider/model/level`` of the last model switch queued behind the running turn."""
+    r = actor.next_model
+    return None if r is None else f"{r.provider}/{r.model}/{r.thinking.level}"
+
+
+class Api:
+    def __init__(self, sup: Supervisor, catalog: Catalog, info: DaemonInfo) -> None:
+        self.sup = sup
+        self.db = sup.db
+        self.info = info
+        del catalog  # the pool's is read (see below): the same one at start
+
+    @property
+    def catalog(self) -> Catalog:
+        # the pool's, which a reload replaces: a provider added to config.json
+        # is listed and usable without a restart
+        return self.sup.pool.catalog
+
+    def handlers(self) -> dict[str, Handler]:
+        """Every method's handler, by method name (protocol's constants)."""
+        return {
+            **DaemonApi(self).handlers(),
+            **AgentsApi(self).handlers(),
+            **HistoryApi(self).handlers(),
+            **MailApi(self).handlers(),
+            **ApprovalsApi(self).handlers(),
+            **McpApi(lambda: self.sup.deps.mcp).handlers(),
+            **AdminApi(self).handlers(),
+            **TransferApi(self).handlers(),
+        }
+
+    # ------------------------------------------------------------ helpers
+
+    def _refusals(self) -> AbstractContextManager[None]:
+        return refusals()
+
+    async def _record(self, ref: str) -> AgentRecord:
+        try:
+            return await self.db.resolve(ref)
+        except AmbiguousAgent:
+            # the candidates go in data only, so a client lists them once
+            ref = ref.strip()
+            found = [r for r in await self.db.find_agents(ref) if r.uuid.startswith(ref.lower())]
+            shown = found[:_CANDIDATES]
+            shorts = await self.db.short_refs([r.uuid for r in shown])
+            more = f" (the first {len(shown)} listed)" if len(found) > len(shown) else ""
+            raise p.RpcError(
+                p.AMBIGUOUS_AGENT,
+                f"{ref!r} is the start of {len(found)} agent ids{more}: "
+                "give more of the id, or a name",
+                {
+                    "candidates": [
+                        {
+                            "uuid": r.uuid,
+                            "short": shorts[r.uuid],
+                            "name": r.name,
+                            "status": r.status,
+                        }
+                        for r in shown
+                    ]
+                },
+            ) from None
+        except AgentNotFound as e:
+            raise p.RpcError(p.AGENT_NOT_FOUND, str(e)) from None
+
+    async def _actor(self, ref: str) -> Actor:
+        # an exact id wins over every other reading of ``ref`` (AgentsMixin.resolve):
+        # a live agent's id needs no query (scripts prompt by id, in loops)
+        live = self.sup.actor_of(ref.strip().lower())
+        if live is not None:
+            return live
+        record = await self._record(ref)
+        actor = self.sup.actor_of(record.uuid)
+        if actor is None:
+            raise p.RpcError(
+                p.REFUSED,
+                f"agent {record.name} ({record.uuid}) is dead; dead agents can be read, not run",
+            )
+        return actor
+
+    async def _described(self, record: AgentRecord) -> R.AgentInfo:
+        """``_info`` of one agent, with its short id looked up."""
+        return self._info(record, (await self.db.short_refs([record.uuid]))[record.uuid])
+
+    def _can_think(self, provider: str, model: str) -> bool:
+        # as the model resolver judges it: a model the catalog lacks gets its provider's default
+        entry, _known = self.catalog.entry_or_default(provider, model)
+        return entry.thinking.kind != "none"
+
+    def _info(self, record: AgentRecord, short: str) -> R.AgentInfo:
+        actor = self.sup.actor_of(record.uuid)
+        provider = actor.provider if actor else record.provider
+        model = actor.model if actor else record.model
+        perms = self.sup.deps.permissions
+        chain = actor.policy if actor else parse_chain(record.policy)
+        return {
+            "uuid": record.uuid,
+            "short": short,
+            "name": record.name,
+            "parent": record.parent_uuid,
+            "provider": provider,
+            "model": model,
+            "thinking_level": actor.thinking_level if actor else record.thinking_level,
+            "can_think": self._can_think(provider, model),
+            "next_model": None if actor is None else _next_model(actor),
+            "system_prompt": actor.system_prompt if actor else record.system_prompt,
+            "status": "running" if actor else record.status,
+            "state": actor.state if actor else None,
+            "current_turn": actor.current_turn if actor else None,
+            "queued": actor.queued if actor else 0,
+            "created_at": stamp(record.created_at),
+            "ended_at": None if record.ended_at is None else stamp(record.ended_at),
+            "cwd": str(actor.cwd) if actor else record.cwd,
+            "policy": perms.names(chain),
+            "yolo": perms.is_yolo(chain),
+            "mcp": agent_servers(self.sup, record, actor is not None),
+        }
+
+    # ------------------------------------------------------------ daemon
+
+    # ------------------------------------------------------------ agents
+
+    async def _outcome(self, uuid: str, turn: str) -> R.TurnOutcome:
+        """How the turn ended, once it has. Waits on the actor itself, not on a
+        subscription: a burst that makes subscribers lag cannot fail a waiting request."""
+        actor = self.sup.actor_of(uuid)
+        ended = await actor.wait_turn(turn) if actor is not None else None
+        if ended is None:
+            raise p.RpcError(p.REFUSED, f"agent {uuid} ended before the turn finished")
+        return {
+            "turn": turn,
+            "status": ended.status,
+            "reply": ended.reply,
+            "error": plain(ended.error),
+            "usage": tokens(ended.usage),
+            "cost_usd": ended.cost_usd,
+        }
+
+    async def _created(self, created: R.Created, wait: bool) -> R.Created:
+        """agent.create / agent.fork with ``wait`` and a prompt: answered when
+        the first turn ends, as agent.prompt with ``wait`` is."""
+        turn = created["turn"]
+        if not wait or turn is None:
+            return created
+        result = await self._outcome(created["agent"]["uuid"], turn)
+        if result["status"] == "error":
+            data = {**result, "agent": created["agent"]["uuid"]}
+            raise p.RpcError(p.TURN_FAILED, f"the turn ended in error: {result['error']}", data)
+        return {**created, "outcome": result}
+
+    # ------------------------------------------------------------ approvals

@@ -8,6 +8,12 @@ with thinking, a tool call the default policy asks about (answered by
 `ikictl approve`), a fork to another provider, a model switch, a
 cancel, and the history and usage views. Everything it started is stopped and
 the folder removed at the end, even on failure or Ctrl+C.
+
+The tool runs in bubblewrap's sandbox, as the default policy wants. On a
+machine where bubblewrap cannot run (scripts/demo installs it as root with
+apt), the demo's config gives its agents a policy with the default's rules
+and no sandbox, and says so: the walk-through still shows a tool at work.
+A real user's default is untouched; the config lives in the temporary folder.
 """
 
 from __future__ import annotations
@@ -22,12 +28,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
+
+from agents.permissions import DEFAULT_POLICY
+from agents.tools import install_command, sandbox_available, sandbox_problem
+from tests._ready import READY_TIMEOUT, NotReady, wait_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 IKICTL = [str(BIN / "ikictl")] if (BIN / "ikictl").exists() else [sys.executable, "-m", "ikictl"]
 _SCRUB = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "IKIGAI_", "XAI_", "DEEPSEEK_", "OPENROUTER_", "GROQ_")
+UNSANDBOXED = "demo-unsandboxed"  # the demo's policy where bubblewrap cannot run
 
 
 class DemoFailed(Exception):
@@ -42,6 +54,8 @@ class Demo:
         self.env["PYTHONPATH"] = str(ROOT)
         self.fake: subprocess.Popen | None = None
         self.step_no = 0
+        # probed as the daemon will (same PATH); None: the sandbox works
+        self.no_sandbox: str | None = None if sandbox_available() else self._why_unsandboxed()
 
     # ------------------------------------------------------------ output
 
@@ -70,7 +84,7 @@ class Demo:
         print(f"$ ikictl {shlex.join(args)} &", flush=True)
         return subprocess.Popen([*IKICTL, *args], env=self.env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
 
-    def wait_for_approval(self, limit: float = 30) -> str:
+    def wait_for_approval(self, limit: float = READY_TIMEOUT) -> str:
         """The id of the first pending approval, as a script would poll for it."""
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
@@ -83,20 +97,32 @@ class Demo:
             time.sleep(0.1)
         raise DemoFailed(f"no approval was asked within {limit:g} s")
 
+    @staticmethod
+    def _why_unsandboxed() -> str:
+        how = install_command()
+        fix = f"; install it with: {how}" if how else ""
+        if shutil.which("bwrap") is None:
+            if sys.platform == "darwin":
+                return "bubblewrap is Linux-only, so this demo runs its tool unsandboxed on macOS"
+            return f"bubblewrap is not installed, so this demo runs its tool unsandboxed{fix}"
+        return f"bubblewrap cannot run here, so this demo runs its tool unsandboxed ({sandbox_problem()})"
+
     # ------------------------------------------------------------ set-up, clean-up
 
     def start_fake(self) -> str:
         url_file = self.home / "fake-provider.url"
-        self.fake = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes", "--port", "0", "--url-file", str(url_file)],
-            cwd=ROOT,
-            env=self.env,
-        )
-        deadline = time.monotonic() + 15
-        while not url_file.exists():
-            if self.fake.poll() is not None or time.monotonic() > deadline:
-                raise DemoFailed("the fake provider server did not start")
-            time.sleep(0.05)
+        errors = self.home / "fake-provider.err"  # shown if it fails to start
+        with errors.open("wb") as err:
+            self.fake = subprocess.Popen(
+                [sys.executable, "-m", "tests.fakes", "--port", "0", "--url-file", str(url_file)],
+                cwd=ROOT,
+                env=self.env,
+                stderr=err,  # its banner goes to stdout, which the demo shows
+            )
+        try:
+            wait_ready(self.fake, url_file.exists, "the fake provider server", output=[errors])
+        except NotReady as e:
+            raise DemoFailed(str(e)) from None
         return url_file.read_text().strip()
 
     def configure(self, url: str) -> None:
@@ -108,6 +134,11 @@ class Demo:
                 "google": {"base_url": url + "/v1beta"},
             },
         }
+        if self.no_sandbox is not None:
+            # the default policy's rules (the tool call is still asked), no sandbox
+            rules = [{k: v for k, v in asdict(r).items() if v is not None} for r in DEFAULT_POLICY.rules]
+            config["policies"] = {UNSANDBOXED: {"rules": rules, "sandbox": "none"}}
+            config["policy"] = UNSANDBOXED
         (self.home / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         creds = self.home / "credentials.json"
         creds.write_text(json.dumps({p: "offline-demo-key" for p in ("anthropic", "openai", "google")}) + "\n")
@@ -151,8 +182,13 @@ class Demo:
         self.step("Create an agent; its first answer streams, thinking included")
         self.ikictl("new", "--name", "demo", "--model", "claude-sonnet-4-5/med", "What is ikigai, in two sentences?")
 
-        self.step("A tool call: the default policy asks first; here a script answers")
+        if self.no_sandbox is None:
+            self.step("A tool call: the default policy asks first; here a script answers")
+        else:
+            self.step("A tool call: the demo's policy (the default's rules, no sandbox) asks first; here a script answers")
         self.say("(on a terminal ikictl would ask inline: [y]es/[n]o/[a]lways)")
+        if self.no_sandbox is not None:
+            self.say(self.no_sandbox)
         send = self.ikictl_background("send", "demo", "Please run a tool to say hello")
         approval = self.wait_for_approval()
         self.ikictl("approvals")

@@ -31,7 +31,7 @@ from ._env import EnvRule, ToolEnv, is_env_name, provider_key_names
 from ._external import discover_external_tools, external_tool
 from ._guard import Guard, Protected
 from ._registry import ToolRegistry
-from ._sandbox import sandbox_available, sandbox_problem, wrap
+from ._sandbox import install_command, sandbox_available, sandbox_problem, wrap
 from ._validate import validate
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "builtin_tools",
     "discover_external_tools",
     "external_tool",
+    "install_command",
     "is_env_name",
     "provider_key_names",
     "sandbox_available",

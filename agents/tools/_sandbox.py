@@ -39,7 +39,10 @@ none: _process starts bwrap in a new session with no controlling terminal,
 stdin is /dev/null or a pipe, and --dev gives a /dev without the host's ttys.
 
 ``sandbox_available`` runs bwrap once (cached) with the namespaces ``wrap``
-asks for; ``sandbox_problem`` says why it cannot, for the daemon's log line.
+asks for; ``sandbox_problem`` says why it cannot, for the daemon's log line
+and the tool's error. When bwrap is missing, that names the command that
+installs it on this system (``install_command``): the error is often the
+first a new user hears of the sandbox, and ikictl shows it on one line.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from functools import partial
@@ -60,7 +64,7 @@ from ._api import ToolContext, ToolOutput
 if TYPE_CHECKING:  # at run time: the permissions package may import tools' names
     from agents.permissions._types import Sandbox
 
-__all__ = ["confine", "sandbox_available", "sandbox_problem", "wrap"]
+__all__ = ["confine", "install_command", "sandbox_available", "sandbox_problem", "wrap"]
 
 _BWRAP = "bwrap"
 _PROBE_TIMEOUT = 10.0  # seconds; a probe that hangs counts as unavailable
@@ -75,14 +79,77 @@ _NAMESPACES = (
     "ALL",
 )
 
+# (the ID / ID_LIKE of /etc/os-release that share a package manager, its command)
+_INSTALL: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"debian", "ubuntu"}), "apt-get install bubblewrap"),
+    (frozenset({"fedora", "rhel", "centos"}), "dnf install bubblewrap"),
+    (frozenset({"arch"}), "pacman -S bubblewrap"),
+)
+_OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")
+
 _lock = threading.Lock()
 _probed: tuple[str | None, str | None] | None = None  # (bwrap path, problem)
+
+
+def _os_release() -> str:
+    for place in _OS_RELEASE:
+        try:
+            return Path(place).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return ""
+
+
+def _system_ids(os_release: str) -> set[str]:
+    """The ID and ID_LIKE words of an os-release text (``ubuntu debian``)."""
+    ids: set[str] = set()
+    for line in os_release.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in ("ID", "ID_LIKE"):
+            ids.update(value.strip().strip("\"'").lower().split())
+    return ids
+
+
+def install_command(
+    os_release: str | None = None, *, platform: str | None = None, root: bool | None = None
+) -> str | None:
+    """The command that installs bubblewrap on this system
+    (``sudo apt-get install bubblewrap``; no ``sudo`` for root), or None when
+    there is none to name: macOS (bubblewrap is Linux-only) or a Linux whose
+    package manager is not known here. Each argument left out is this
+    machine's: /etc/os-release, ``sys.platform``, whether we run as root."""
+    platform = sys.platform if platform is None else platform
+    if not platform.startswith("linux"):
+        return None
+    if os_release is None:
+        os_release = _os_release()
+    if root is None:
+        root = os.geteuid() == 0
+    ids = _system_ids(os_release)
+    for family, command in _INSTALL:
+        if ids & family:
+            return command if root else f"sudo {command}"
+    return None
+
+
+def _not_installed(
+    os_release: str | None = None, *, platform: str | None = None, root: bool | None = None
+) -> str:
+    """Why there is no sandbox when bwrap is not on PATH, with the fix. Short:
+    in a tool error, ikictl shows it on a line of 100 characters."""
+    platform = sys.platform if platform is None else platform
+    if platform == "darwin":
+        return "bubblewrap is Linux-only: no sandbox on macOS"
+    command = install_command(os_release, platform=platform, root=root)
+    if command is None:
+        return "bwrap is not on PATH; install the bubblewrap package"
+    return f"bwrap is not on PATH; run: {command}"
 
 
 def _probe() -> tuple[str | None, str | None]:
     exe = shutil.which(_BWRAP)
     if exe is None:
-        return None, "bwrap is not on PATH; install the bubblewrap package"
+        return None, _not_installed()
     argv = [
         exe,
         *_NAMESPACES,

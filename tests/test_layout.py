@@ -233,3 +233,29 @@ def test_the_checks_can_fail(tmp_path: Path):
     (pkg / "c.py").write_text("if False:\n    from . import a\n")
     graph = import_graph(modules(tmp_path, ("pkg",)))
     assert cycles(graph) == [["pkg.a", "pkg.b", "pkg.c", "pkg.a"]]
+
+
+def test_each_config_section_is_in_the_module_named_after_it():
+    """A config key's section names its file: ``context.compact_at`` is in
+    daemon/config/context.py, ``providers.NAME.*`` in providers.py..."""
+    import typing
+
+    import msgspec
+
+    from daemon.config import Config
+
+    room = {"mcp_servers": "mcp", "policies": "policy"}
+    sections = {}
+    for field in msgspec.structs.fields(Config):
+        kind = typing.get_type_hints(Config)[field.name]
+        args = typing.get_args(kind)
+        inner = args[-1] if typing.get_origin(kind) is dict else kind
+        if isinstance(inner, type) and issubclass(inner, msgspec.Struct):
+            sections[field.name] = inner.__module__
+    assert set(sections) >= {"providers", "tools", "context", "mcp_servers", "policies", "stream"}
+    wrong = {
+        key: module
+        for key, module in sections.items()
+        if module != f"daemon.config.{room.get(key, key)}"
+    }
+    assert wrong == {}

@@ -1,12 +1,13 @@
 """The context part of config.json: the ``context`` section (when and how an
 agent's context is compacted) and each model's limits
-(``providers.NAME.models.MODEL``), checked beyond their types and applied to
-the catalog. config.py owns the file; this is its context section, kept apart
-so each stays small."""
+(``providers.NAME.models.MODEL``: context_window, max_output_tokens), checked
+beyond their types. The catalog takes the limits in
+providers.configured.configured_catalog (daemon.config.providers.build_catalog);
+file.py checks the file, this is its context section, kept apart so each
+stays small."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Annotated, Protocol
 
@@ -14,9 +15,10 @@ import msgspec
 from msgspec import Meta
 
 from providers.catalog import Catalog
+from providers.limits import output_cap
 from providers.modelspec import ModelSpecError, parse_model_spec
 
-__all__ = ["ContextConfig", "ModelLimitsConfig", "apply_limits", "context_fault"]
+__all__ = ["ContextConfig", "ModelLimitsConfig", "context_fault"]
 
 # far above any model, and every count stays a 64-bit integer
 _MOST = 1 << 30
@@ -48,27 +50,16 @@ class _HasModels(Protocol):
     def models(self) -> dict[str, ModelLimitsConfig]: ...
 
 
-def apply_limits(providers: Mapping[str, _HasModels], catalog: Catalog) -> None:
-    """Every model's configured limits into ``catalog`` (Catalog.set_limits)."""
-    for name, pc in providers.items():
-        for model, limits in pc.models.items():
-            if limits.context_window is None and limits.max_output_tokens is None:
-                continue  # nothing set: the catalog's figures stand
-            with contextlib.suppress(ModelSpecError):  # context_fault names the fault
-                spec = parse_model_spec(f"{name}/{model}", catalog)
-                catalog.set_limits(
-                    spec.provider,
-                    spec.model,
-                    context_window=limits.context_window,
-                    max_output_tokens=limits.max_output_tokens,
-                )
-
-
 def context_fault(
-    context: ContextConfig, providers: Mapping[str, _HasModels], catalog: Catalog
+    context: ContextConfig,
+    providers: Mapping[str, _HasModels],
+    catalog: Catalog,
+    *,
+    max_output_tokens: int,
 ) -> str | None:
     """What is wrong with the context section and the model limits, naming
-    the field; None when nothing is. ``catalog`` has the limits applied."""
+    the field; None when nothing is. ``catalog`` has the limits applied;
+    ``max_output_tokens`` is the top-level cap of every request."""
     if context.summary_model is not None:
         try:
             parse_model_spec(context.summary_model, catalog)
@@ -83,14 +74,34 @@ def context_fault(
                 return f"{at}: {e}"
             if spec.thinking is not None:
                 return f"{at}: name the model without a thinking level"
-            effective = catalog.limits(spec.provider, spec.model)
-            if effective.max_output_tokens >= effective.context_window:
-                # the output room is taken from the window: none would be left to read
-                given = limits.max_output_tokens is not None
-                field = "max_output_tokens" if given else "context_window"
-                return (
-                    f"{at}.{field}: the output limit ({effective.max_output_tokens:,}) must be "
-                    f"below the context window ({effective.context_window:,})"
-                    + ("" if given else "; set max_output_tokens too")
-                )
+            fault = _output_fault(at, limits, catalog, spec.provider, spec.model, max_output_tokens)
+            if fault is not None:
+                return fault
     return None
+
+
+def _output_fault(
+    at: str, limits: ModelLimitsConfig, catalog: Catalog, provider: str, model: str, top: int
+) -> str | None:
+    """The cap a request of this model asks for, judged as agents/turn.py
+    sends it: the smaller of the top-level max_output_tokens and the model's
+    own (an API's minimum, 16 at most, is below any window allowed here).
+    The output room is taken from the window: a cap that fills it leaves
+    nothing to read."""
+    effective = catalog.limits(provider, model)
+    own = effective.max_output_tokens
+    cap = output_cap(catalog.wire_api(provider, model), min(top, own))
+    if cap < effective.context_window:
+        return None
+    hint = f"; set {at}.max_output_tokens below it"
+    if limits.max_output_tokens is not None and own <= top:
+        source, hint = f"{at}.max_output_tokens", ""
+    elif top <= own:
+        source = "the top-level max_output_tokens"
+    else:
+        source = "the model's own output limit"
+    return (
+        f"{at}: max_output_tokens ({cap:,}, from {source}) must be below "
+        f"context_window ({effective.context_window:,}): the answer's room is taken "
+        f"from the window{hint}"
+    )

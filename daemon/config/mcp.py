@@ -1,6 +1,6 @@
 """The ``mcp_servers`` part of config.json: the MCP servers agents may use,
 checked beyond their types, and the McpServerSpecs the daemon's hub runs,
-with every ``$NAME`` replaced by its value. config.py owns the file; this is
+with every ``$NAME`` replaced by its value. file.py owns the file; this is
 its MCP section, kept apart so each stays small.
 
 ``$NAME`` (or ``${NAME}``) in ``args``, ``env`` values, ``url`` and
@@ -54,8 +54,8 @@ class McpServerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
 
 
 class _Fault(ValueError):
-    """A fault, raised as the caller's error type (config.py's ConfigError,
-    which this module cannot import: config.py imports it)."""
+    """A fault, raised as the caller's error type (the ConfigError file.py
+    passes in)."""
 
 
 def _error(text: str) -> Exception:
@@ -74,7 +74,7 @@ def mcp_servers_one_by_one(
     error: type[Exception],
 ) -> dict[str, Any]:
     """``data`` with each ``mcp_servers`` entry converted (``convert`` is
-    config.py's, so messages name ``mcp_servers.NAME.FIELD``) and checked;
+    _messages.py's, so messages name ``mcp_servers.NAME.FIELD``) and checked;
     ``error`` (ConfigError) at the first fault."""
     try:
         return _one_by_one(data, where, base, convert)

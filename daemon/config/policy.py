@@ -1,6 +1,6 @@
 """The ``policy``, ``policies`` part of config.json: named tool-permission
 policies, checked beyond their types (names, which rules can ever match), and
-the Permissions the daemon builds from them. config.py owns the file; this is
+the Permissions the daemon builds from them. file.py owns the file; this is
 its policy section, kept apart so each stays small."""
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from daemon.config import Config, ConfigError, ContextConfig, build_catalog, par
 from daemon.process.service import GC_THRESHOLDS, Daemon
 from protocol.paths import resolve_paths
 from providers.catalog import default_catalog
+from providers.limits import output_cap
 from providers.modelspec import resolve_model
 from tests.daemon.conftest import write_home
 from tests.fakes.server import FakeProvider
@@ -193,11 +194,10 @@ def test_set_limits_directly():
         ({"m": 200_000}, "providers.anthropic.models.m", "Expected object, got integer"),
         ({"m/high": {"context_window": 300_000}}, "providers.anthropic.models.m/high", "without a thinking level"),
         ({"a/b": {"context_window": 300_000}}, "providers.anthropic.models.a/b", "not a thinking level"),
-        ({"m": {"context_window": 1000}}, "providers.anthropic.models.m.context_window", "set max_output_tokens too"),
         (
-            {"claude-sonnet-4-5": {"max_output_tokens": 300_000}},
-            "providers.anthropic.models.claude-sonnet-4-5.max_output_tokens",
-            "must be below the context window",
+            {"m": {"context_window": 1000}},
+            "providers.anthropic.models.m",
+            "max_output_tokens (4,096, from the top-level max_output_tokens) must be below context_window (1,000)",
         ),
     ],
 )
@@ -270,3 +270,65 @@ async def _run_and_reload(daemon: Daemon, cfg_file: Path) -> None:
             assert refused is not None and "context.compact_at" in refused
             assert c.compact_at == 0.9  # the running config is kept
             daemon.request_shutdown()
+
+
+# ------------------------------------------------------------------ the output cap sent (issue 28, defect 2)
+
+
+def test_a_window_the_cap_sent_fits_is_accepted():
+    # the model's own output limit (32,000: Anthropic's default for a model
+    # the catalog does not know) is above the window, but every request asks
+    # for at most the top-level 500 (agents/turn.py sends the smaller)
+    c = parse_config(
+        json.dumps({"max_output_tokens": 500, **limits_config({"m": {"context_window": 4000}})}), FILE
+    )
+    assert build_catalog(c).limits("anthropic", "m") == (4000, 32_000, "config")
+
+
+@pytest.mark.parametrize(
+    ("top", "models", "says"),
+    [
+        (
+            5000,
+            {"m": {"context_window": 4000}},
+            "providers.anthropic.models.m: max_output_tokens (5,000, from the top-level max_output_tokens) "
+            "must be below context_window (4,000)",
+        ),
+        (
+            300_000,
+            {"claude-sonnet-4-5": {"max_output_tokens": 250_000}},
+            "providers.anthropic.models.claude-sonnet-4-5: max_output_tokens (250,000, from "
+            "providers.anthropic.models.claude-sonnet-4-5.max_output_tokens) must be below context_window (200,000)",
+        ),
+        (
+            300_000,
+            {"m": {"context_window": 4000}},
+            "providers.anthropic.models.m: max_output_tokens (32,000, from the model's own output limit) "
+            "must be below context_window (4,000)",
+        ),
+    ],
+)
+def test_a_cap_sent_that_fills_the_window_is_refused_naming_its_field(top, models, says):
+    assert says in bad({"max_output_tokens": top, **limits_config(models)})
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    top=st.integers(1, 400_000),
+    window=st.none() | st.integers(256, 300_000),
+    output=st.none() | st.integers(1, 400_000),
+    model=st.sampled_from(["anthropic/m", "anthropic/claude-sonnet-4-5", "openai/gpt-5", "openai/ft"]),
+)
+def test_a_config_is_refused_exactly_when_the_cap_sent_fills_the_window(top, window, output, model):
+    provider, name = model.split("/")
+    limits = {k: v for k, v in (("context_window", window), ("max_output_tokens", output)) if v is not None}
+    data = {"max_output_tokens": top, **limits_config({name: limits}, provider)}
+    # what agents/turn.py sends: the smaller cap, raised to the API's minimum
+    own = default_catalog().limits(provider, name)
+    api = default_catalog().wire_api(provider, name)
+    cap = output_cap(api, min(top, output if output is not None else own.max_output_tokens))
+    fits = cap < (window if window is not None else own.context_window)
+    if fits:
+        parse_config(json.dumps(data), FILE)
+    else:
+        assert f"providers.{provider}.models.{name}: max_output_tokens ({cap:,}, from " in bad(data)

@@ -3,14 +3,13 @@ events they once were (``ikictl watch --from`` after the log moved on)."""
 
 from __future__ import annotations
 
-import protocol as p
 from ikictl.client import Client
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
-    from protocol.results import History, HistoryRow
+    from protocol.results import HistoryRow
 
     class Printer(Protocol):
         """What of ikictl.stream.EventPrinter this uses (not imported: no cycle)."""
@@ -47,7 +46,7 @@ def older_turns(
     if partial is not None and partial not in ended:
         stop.add(partial)  # still running: what the log keeps of it is all there is
         partial = None
-    hist: History = client.call(p.AGENT_HISTORY, {"agent": agent})
+    hist = client.history(agent)
     turns = _history_turns([r for r in hist["messages"] if r.get("agent") == agent])
     oldest = (lag.get("event") or {}).get("oldest_kept")
     if not printer.json_mode:

@@ -6,6 +6,15 @@ from __future__ import annotations
 
 import argparse
 
+TYPE_CHECKING = False  # importing typing itself costs start-up time
+if TYPE_CHECKING:
+    from typing import Any
+
+    # add_argument's positional names (or flags) and its keywords
+    Arg = tuple[tuple[str, ...], dict[str, Any]]
+    # a sub-command of a command: name, help, description, arguments, handler
+    SubAction = tuple[str, str, str, tuple[Arg, ...], str]
+
 REMEMBER = ("once", "agent", "session")
 
 
@@ -77,9 +86,9 @@ def _add_daemon(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> No
     start.add_argument(
         "--wait",
         type=float,
-        default=10.0,
+        default=60.0,  # ikigai._autostart.AUTOSTART_WAIT's: a busy machine is slow
         metavar="S",
-        help="seconds to wait for the socket (default 10)",
+        help="seconds to wait for the socket (default 60)",
     )
     start.set_defaults(func="daemonctl:cmd_start")
     stop = sub.add_parser(
@@ -171,65 +180,83 @@ def _add_deny(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reason", metavar="TEXT", help="why (the model reads it)")
 
 
-def _add_mcp(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="mcp_command", metavar="ACTION", required=True)
-    ls = sub.add_parser(
+def _arg(*names: str, **options: Any) -> Arg:
+    """An argument of a table of sub-actions: add_argument's own arguments."""
+    return names, options
+
+
+_SERVER = _arg("server", metavar="SERVER", help="the server's name in config.json")
+# ``ikictl mcp``'s actions, one row each: name, help (its line in ``ikictl mcp
+# --help``), description (its own --help), arguments, handler ("module:function",
+# imported only when it runs)
+MCP_ACTIONS: tuple[SubAction, ...] = (
+    (
         "ls",
-        parents=[glob],
-        help="the configured servers: state, pid, tools, restarts, last error",
-        description=(
-            "List the MCP servers of config.json: NAME, STATE (stopped, starting, ready, "
-            "restarting, failed), PID, TOOLS, RESTARTS, SINCE (the last change) and the last "
-            "ERROR; --long adds the transport and the command line or URL."
+        "the configured servers: state, pid, tools, restarts, last error",
+        "List the MCP servers of config.json: NAME, STATE (stopped, starting, ready, "
+        "restarting, failed), PID, TOOLS, RESTARTS, SINCE (the last change) and the last "
+        "ERROR; --long adds the transport and the command line or URL.",
+        (
+            _arg(
+                "--long",
+                "-l",
+                action="store_true",
+                help="also the transport and the command or URL",
+            ),
         ),
-    )
-    ls.add_argument(
-        "--long", "-l", action="store_true", help="also the transport and the command or URL"
-    )
-    ls.set_defaults(func="mcp:cmd_ls")
-    tools = sub.add_parser(
+        "mcp:cmd_ls",
+    ),
+    (
         "tools",
-        parents=[glob],
-        help="a server's tools, as the model sees them (SERVER__TOOL)",
-        description=(
-            "List a server's tools by the name the model calls them (SERVER__TOOL) with the "
-            "first line of their description, and the tools not offered with the reason. "
-            "A lazy server is started."
-        ),
-    )
-    _server(tools)
-    tools.set_defaults(func="mcp:cmd_tools")
-    restart = sub.add_parser(
+        "a server's tools, as the model sees them (SERVER__TOOL)",
+        "List a server's tools by the name the model calls them (SERVER__TOOL) with the "
+        "first line of their description, and the tools not offered with the reason. "
+        "A lazy server is started.",
+        (_SERVER,),
+        "mcp:cmd_tools",
+    ),
+    (
         "restart",
-        parents=[glob],
-        help="stop a server and start it again",
-        description="Stop an MCP server (its calls in progress end in error) and start it again.",
-    )
-    _server(restart)
-    restart.set_defaults(func="mcp:cmd_restart")
-    prompts = sub.add_parser(
+        "stop a server and start it again",
+        "Stop an MCP server (its calls in progress end in error) and start it again.",
+        (_SERVER,),
+        "mcp:cmd_restart",
+    ),
+    (
         "prompts",
-        parents=[glob],
-        help="a server's prompts and their arguments",
-        description="List a server's prompts: name, arguments ([optional]) and description.",
-    )
-    _server(prompts)
-    prompts.set_defaults(func="mcp:cmd_prompts")
-    watch = sub.add_parser(
+        "a server's prompts and their arguments",
+        "List a server's prompts: name, arguments ([optional]) and description.",
+        (_SERVER,),
+        "mcp:cmd_prompts",
+    ),
+    (
         "watch",
-        parents=[glob],
-        help="print the servers' state changes as they happen (Ctrl+C leaves)",
-        description=(
-            "Print each server's state, then every change (started, failed, restarting...) "
-            "until Ctrl+C; --json: the daemon.event notifications as NDJSON."
-        ),
-    )
-    watch.add_argument("server", metavar="SERVER", nargs="?", help="only this server's changes")
-    watch.set_defaults(func="mcp:cmd_watch")
+        "print the servers' state changes as they happen (Ctrl+C leaves)",
+        "Print each server's state, then every change (started, failed, restarting...) "
+        "until Ctrl+C; --json: the daemon.event notifications as NDJSON.",
+        (_arg("server", metavar="SERVER", nargs="?", help="only this server's changes"),),
+        "mcp:cmd_watch",
+    ),
+)
 
 
-def _server(p: argparse.ArgumentParser) -> None:
-    p.add_argument("server", metavar="SERVER", help="the server's name in config.json")
+def _add_actions(
+    p: argparse.ArgumentParser,
+    glob: argparse.ArgumentParser,
+    dest: str,
+    actions: tuple[SubAction, ...],
+) -> None:
+    """One sub-parser per row of ``actions``, each with the global options."""
+    sub = p.add_subparsers(dest=dest, metavar="ACTION", required=True)
+    for name, help, description, arguments, handler in actions:
+        action = sub.add_parser(name, parents=[glob], help=help, description=description)
+        for names, options in arguments:
+            action.add_argument(*names, **options)
+        action.set_defaults(func=handler)
+
+
+def _add_mcp(p: argparse.ArgumentParser, glob: argparse.ArgumentParser) -> None:
+    _add_actions(p, glob, "mcp_command", MCP_ACTIONS)
 
 
 def _quiet(p: argparse.ArgumentParser, help: str) -> None:

@@ -19,11 +19,11 @@ if TYPE_CHECKING:
     from typing import TextIO
 
     from ikictl.client import Client
-    from protocol.results import AgentInfo, ListedAgent, Removed
+    from protocol.results import Removed
 
 
 def cmd_rename(args: argparse.Namespace) -> int:
-    info: AgentInfo = client(args).call(p.AGENT_RENAME, {"agent": args.agent, "name": args.name})
+    info = client(args).rename(args.agent, args.name)
     if args.json:
         render.dump_json(info)
     else:
@@ -41,9 +41,8 @@ def cmd_rm(args: argparse.Namespace) -> int:
     purged = 0
     code = EXIT_OK
     for ref in dict.fromkeys(args.agents):  # named twice: removed once
-        params = {"agent": ref, "purge": args.purge or None, "force": args.force or None}
         try:
-            res: Removed = c.call(p.AGENT_REMOVE, params)
+            res = c.remove(ref, purge=args.purge, force=args.force)
         except p.RpcError as e:
             failed = _fail(e, args)
             code = code or failed
@@ -79,9 +78,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
             "add -y (--yes) to go ahead, or --dry-run to list them"
         )
     c = client(args)
-    purge = args.purge or None
     if ask:
-        preview: Removed = c.call(p.AGENT_PRUNE, {"purge": purge, "dry_run": True})
+        preview = c.prune(purge=args.purge, dry_run=True)
         uuids = preview.get("removed") or []
         if not uuids:
             print("no dead agents to remove", file=sys.stderr)
@@ -94,7 +92,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         ):
             print("nothing removed", file=sys.stderr)
             return EXIT_OK
-    res: Removed = c.call(p.AGENT_PRUNE, {"purge": purge, "dry_run": args.dry_run or None})
+    res = c.prune(purge=args.purge, dry_run=args.dry_run)
     return _report(args, c, res, dry_run=args.dry_run)
 
 
@@ -118,7 +116,7 @@ def _report(args: argparse.Namespace, c: Client, res: Removed, *, dry_run: bool)
 
 def _listing(c: Client, uuids: list[str], out: TextIO) -> None:
     """The agents about to go, one a line, with their names and models."""
-    agents: list[ListedAgent] = c.call(p.AGENT_LIST, {"include_dead": True})
+    agents = c.agents(include_dead=True)
     by = {a["uuid"]: a for a in agents}
     for u in uuids:
         a = by.get(u)

@@ -19,10 +19,15 @@ from ikictl.client import Client, connect
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, Literal
+
+    from protocol.results import Approval, Approved
 
     # ikictl.stream's EventPrinter: not imported even for types, stream imports this module
     EventPrinter = Any
+    # an answer typed on the terminal: allow?, remembered how, the reason of a denial
+    Answer = tuple[bool, Literal["once", "agent", "session"], str | None]
 
 
 def client(args: argparse.Namespace) -> Client:
@@ -72,7 +77,7 @@ def short_ids(ids: list[str]) -> dict[str, str]:
 
 
 def cmd_approvals(args: argparse.Namespace) -> int:
-    rows: list[dict[str, Any]] = client(args).call(p.APPROVALS_LIST, {"agent": args.agent})
+    rows = client(args).approvals(args.agent)
     if args.json:
         render.dump_json(rows)
         return EXIT_OK
@@ -113,14 +118,14 @@ def age(created: Any) -> str:
     return f"{s}s"
 
 
-def resolve(c: Client, ref: str) -> tuple[str, dict[str, Any] | None]:
+def resolve(c: Client, ref: str) -> tuple[str, Approval | None]:
     """The approval ``ref`` names (the whole id or a unique prefix of a pending
     one) and its pending entry. An id no pending approval has goes to the
     daemon as it is: it says whether it is unknown or already decided, by whom."""
     ref = ref.strip()
     if not ref:
         raise UsageError("give an approval id (`ikictl approvals` lists them)")
-    pending: list[dict[str, Any]] = c.call(p.APPROVALS_LIST)
+    pending = c.approvals()
     exact = [a for a in pending if a.get("approval") == ref]
     hits = exact or (
         [a for a in pending if str(a.get("approval")).startswith(ref)]
@@ -138,12 +143,12 @@ def resolve(c: Client, ref: str) -> tuple[str, dict[str, Any] | None]:
     raise UsageError("\n".join(lines))
 
 
-def _answer(args: argparse.Namespace, decision: str, **extra: str | None) -> int:
+def _answer(
+    args: argparse.Namespace, send: Callable[[Client, str], Approved], remember: str = "once"
+) -> int:
     c = client(args)
     approval, entry = resolve(c, args.approval)
-    res: dict[str, Any] = c.call(
-        p.AGENT_APPROVE, {"approval": approval, "decision": decision, **extra}
-    )
+    res = send(c, approval)
     if args.json:
         render.dump_json(res)
         return EXIT_OK
@@ -155,23 +160,23 @@ def _answer(args: argparse.Namespace, decision: str, **extra: str | None) -> int
         who = entry.get("agent_name") or res.get("agent")
     else:
         who = res.get("agent")
-    print(f"{done} {approval}{what} (agent {render.safe_line(who)}){_remembered(extra)}")
+    print(f"{done} {approval}{what} (agent {render.safe_line(who)}){_remembered(remember)}")
     return EXIT_OK
 
 
-def _remembered(extra: dict[str, str | None]) -> str:
+def _remembered(remember: object) -> str:
     return {
         "agent": "; remembered for this agent",
         "session": "; remembered for every agent until the daemon stops",
-    }.get(extra.get("remember") or "", "")
+    }.get(remember if isinstance(remember, str) else "", "")
 
 
 def cmd_approve(args: argparse.Namespace) -> int:
-    return _answer(args, "allow", remember=args.remember)
+    return _answer(args, lambda c, a: c.approve(a, remember=args.remember), args.remember)
 
 
 def cmd_deny(args: argparse.Namespace) -> int:
-    return _answer(args, "deny", reason=args.reason)
+    return _answer(args, lambda c, a: c.deny(a, reason=args.reason))
 
 
 # ---------------------------------------------------------------- inline
@@ -202,15 +207,19 @@ def on_event(printer: EventPrinter, ev: dict[str, Any]) -> None:
         return
     printer.note(f"[approval {approval}: {rule}]", render.YELLOW)
     with term:
-        params = _ask(term, what, approval)
-    if params is None:
+        answer = _ask(term, what)
+    if answer is None:
         printer.note(
             f"[not answered here: `ikictl approve {approval}` or `ikictl deny {approval}`]"
         )
         return
+    allow, remember, reason = answer
     try:
         with Client.open(printer.socket or "", timeout=5.0) as c:
-            c.call(p.AGENT_APPROVE, params)
+            if allow:
+                c.approve(approval, remember=remember)
+            else:
+                c.deny(approval, reason=reason)
     except p.RpcError as e:
         printer.note(f"[approval {approval}: {e.message}]", render.RED)
     except (OSError, DaemonUnreachable) as e:
@@ -222,24 +231,23 @@ def decided_line(ev: dict[str, Any]) -> str:
     line = f"[{render.safe_line(ev.get('approval'))} {done} by {render.safe_line(ev.get('by'))}"
     if ev.get("reason"):
         line += f": {render.safe_line(ev.get('reason'))}"
-    return line + _remembered({"remember": ev.get("remember")}) + "]"
+    return line + _remembered(ev.get("remember")) + "]"
 
 
-def _ask(term: Terminal, what: str, approval: str) -> dict[str, Any] | None:
-    """The agent.approve params of the answer typed; None at end of input."""
+def _ask(term: Terminal, what: str) -> Answer | None:
+    """The answer typed; None at end of input."""
     while True:
         line = term.ask(f"allow {what}? [y]es/[n]o/[a]lways: ")
         if line is None:
             return None
         answer = ANSWERS.get(line.strip().lower())
         if answer == "always":
-            return {"approval": approval, "decision": "allow", "remember": "agent"}
+            return True, "agent", None
         if answer == "allow":
-            return {"approval": approval, "decision": "allow"}
+            return True, "once", None
         if answer == "deny":
             reason = term.ask("reason (optional, the model reads it): ")
-            reason = (reason or "").strip() or None
-            return {"approval": approval, "decision": "deny", "reason": reason}
+            return False, "once", (reason or "").strip() or None
 
 
 class Terminal:

@@ -18,26 +18,8 @@ from ikictl.client import Client, connect
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
-    from typing import Any
-
     from ikictl.stream import EventPrinter
-    from protocol.results import (
-        AllUsage,
-        Cancelled,
-        Created,
-        Killed,
-        ListedAgent,
-        Mail,
-        MailId,
-        MessageId,
-        ModelInfo,
-        ModelRow,
-        Ok,
-        Queued,
-        ShownAgent,
-        Status,
-        UsageReport,
-    )
+    from protocol.results import Created, ListedAgent, MessageId, ModelInfo, ModelRow, Queued
 
 
 def client(args: argparse.Namespace, *, autostart: bool = True) -> Client:
@@ -143,7 +125,7 @@ def aside(args: argparse.Namespace, text: str) -> None:
 def latest_agent(c: Client) -> str:
     """The uuid of the live agent used last (``send -c``, ``chat -c``): the
     newest ``last_active_at`` (its creation for an agent never prompted)."""
-    agents: list[ListedAgent] = c.call(p.AGENT_LIST)
+    agents = c.agents()
     live = [a for a in agents if a.get("status") == "running"]
     if not live:
         raise p.RpcError(
@@ -192,7 +174,7 @@ def _stream(args: argparse.Namespace, c: Client, agent: str, text: str) -> int:
     from ikictl.stream import run_turn
 
     if args.no_wait:
-        res: Queued = c.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
+        res = c.enqueue(agent, text)
         if not getattr(args, "quiet", False) and not _out(args, res):
             _print_started(res)
         return EXIT_OK
@@ -220,15 +202,14 @@ def _print_started(res: Queued) -> None:
 def cmd_new(args: argparse.Namespace) -> int:
     text = prompt_text(args.prompt)
     c = client(args)
-    params = {
-        "model": args.model,
-        "name": args.name,
-        "system": args.system,
-        "cwd": folder_arg(args.cwd) or os.getcwd(),
-        "policy": policy_arg(args),
-        "mcp": mcp_arg(args),
-    }
-    res: Created = c.call(p.AGENT_CREATE, params)
+    res = c.create(
+        model=args.model,
+        name=args.name,
+        system=args.system,
+        cwd=folder_arg(args.cwd) or os.getcwd(),
+        policy=policy_arg(args),
+        mcp=mcp_arg(args),
+    )
     return _born(args, c, res, text, f"created {render.label(res['agent'])}")
 
 
@@ -257,16 +238,15 @@ def cmd_fork(args: argparse.Namespace) -> int:
     bounded(args.at, "--at", 0)
     text = prompt_text(args.prompt)
     c = client(args)
-    params = {
-        "agent": args.agent,
-        "model": args.model,
-        "at": args.at,
-        "name": args.name,
-        "cwd": folder_arg(args.cwd),
-        "policy": policy_arg(args),
-        "mcp": mcp_arg(args),
-    }
-    res: Created = c.call(p.AGENT_FORK, params)
+    res = c.fork(
+        args.agent,
+        model=args.model,
+        at=args.at,
+        name=args.name,
+        cwd=folder_arg(args.cwd),
+        policy=policy_arg(args),
+        mcp=mcp_arg(args),
+    )
     return _born(args, c, res, text, f"forked {args.agent} -> {render.label(res['agent'])}")
 
 
@@ -285,15 +265,14 @@ def model_text(c: Client, agent: str, text: str) -> str:
     current provider and model, which the daemon's model syntax needs."""
     if not text.strip().startswith("/"):
         return text
-    info: ShownAgent = c.call(p.AGENT_SHOW, {"agent": agent})
+    info = c.show(agent)
     return f"{info['provider']}/{info['model']}{text.strip()}"
 
 
 def cmd_model(args: argparse.Namespace) -> int:
     c = client(args)
     model = model_text(c, args.agent, args.model)
-    params = {"agent": args.agent, "model": model, "queue": args.queue or None}
-    res: ModelInfo = c.call(p.AGENT_SET_MODEL, params)
+    res = c.set_model(args.agent, model, queue=args.queue)
     if not _out(args, res):
         print(f"{args.agent}: {res.get('description')}")
         _model_lines(res)
@@ -303,20 +282,20 @@ def cmd_model(args: argparse.Namespace) -> int:
 def cmd_system(args: argparse.Namespace) -> int:
     c = client(args)
     if args.text is None:
-        info: ShownAgent = c.call(p.AGENT_SHOW, {"agent": args.agent})
+        info = c.show(args.agent)
         if not _out(args, {"system": info.get("system_prompt") or ""}):
             print(info.get("system_prompt") or "(no system prompt)")
         return EXIT_OK
     text = prompt_text(args.text)
-    res: Ok = c.call(p.AGENT_SET_SYSTEM, {"agent": args.agent, "text": text})
+    assert text is not None  # TEXT was given
+    res = c.set_system(args.agent, text)
     if not _out(args, res):
         print(f"{args.agent}: system prompt {'set' if text else 'cleared'}")
     return EXIT_OK
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    params = {"agent": args.agent, "at_boundary": args.at_boundary or None}
-    res: Cancelled = client(args).call(p.AGENT_CANCEL, params)
+    res = client(args).cancel(args.agent, at_boundary=args.at_boundary)
     if not _out(args, res):
         if res.get("cancelled"):
             when = " at the next boundary" if args.at_boundary else ""
@@ -327,7 +306,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    res: Killed = client(args).call(p.AGENT_KILL, {"agent": args.agent})
+    res = client(args).kill(args.agent)
     if not _out(args, res):
         killed = res.get("killed") or []
         more = len(killed) - 1
@@ -342,7 +321,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         from ikictl.fields import Template
 
         template = Template(args.format)  # a bad one is refused before the daemon is asked
-    agents: list[ListedAgent] = client(args).call(p.AGENT_LIST, {"include_dead": args.all or None})
+    agents = client(args).agents(include_dead=args.all)
     if args.quiet:
         sys.stdout.write("".join(f"{a['uuid']}\n" for a in agents))
     elif template is not None:
@@ -358,7 +337,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         from ikictl.fields import Template
 
         template = Template(args.format)
-    info: ShownAgent = client(args).call(p.AGENT_SHOW, {"agent": args.agent})
+    info = client(args).show(args.agent)
     if template is not None:
         sys.stdout.write(template.render_all([info], "ShownAgent"))
     elif not _out(args, info):
@@ -368,16 +347,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_usage(args: argparse.Namespace) -> int:
     c = client(args)
-    params = {"agent": args.agent, "descendants": bool(args.tree) or None}
     if args.agent is None:  # the whole database: one report per root agent
-        whole: AllUsage = c.call(p.AGENT_USAGE, params)
+        whole = c.usage_all()
         if not _out(args, whole):
             render.whole_usage(whole, sys.stdout)
         return EXIT_OK
-    rep: UsageReport = c.call(p.AGENT_USAGE, params)
+    rep = c.usage(args.agent, descendants=args.tree)
     agents: list[ListedAgent] | None = None
     if args.tree:
-        agents = c.call(p.AGENT_LIST, {"include_dead": True})
+        agents = c.agents(include_dead=True)
     if _out(args, rep):
         return EXIT_OK
     who = rep["agent_uuid"]
@@ -406,49 +384,47 @@ def _under(a: ListedAgent, root: str, by: dict[str, ListedAgent]) -> bool:
     return False
 
 
-def _history_op(args: argparse.Namespace, method: str) -> int:
-    params: dict[str, Any] = {"agent": args.agent}
-    if method != p.AGENT_CLEAR:
-        params["label"] = args.label
-    res: MessageId = client(args).call(method, params)
+def _said(args: argparse.Namespace, res: MessageId, line: str) -> int:
+    """After clear, mark or rewind: the answer (--json) or ``line``."""
     if not _out(args, res):
-        mid = res.get("message_id")
-        lab = f" {args.label!r}" if getattr(args, "label", None) else ""
-        text = {
-            p.AGENT_CLEAR: f"{args.agent}: context cleared (message #{mid})",
-            p.AGENT_MARK: f"{args.agent}: mark{lab} set (message #{mid})",
-            p.AGENT_REWIND: (
-                f"{args.agent}: rewound to mark{lab or ' (the last one)'} (message #{mid})"
-            ),
-        }[method]
-        print(text)
+        print(line)
     return EXIT_OK
 
 
+def _label(args: argparse.Namespace) -> str:
+    return f" {args.label!r}" if args.label else ""
+
+
 def cmd_clear(args: argparse.Namespace) -> int:
-    return _history_op(args, p.AGENT_CLEAR)
+    res = client(args).clear(args.agent)
+    mid = res.get("message_id")
+    return _said(args, res, f"{args.agent}: context cleared (message #{mid})")
 
 
 def cmd_mark(args: argparse.Namespace) -> int:
-    return _history_op(args, p.AGENT_MARK)
+    res = client(args).mark(args.agent, args.label)
+    mid = res.get("message_id")
+    return _said(args, res, f"{args.agent}: mark{_label(args)} set (message #{mid})")
 
 
 def cmd_rewind(args: argparse.Namespace) -> int:
-    return _history_op(args, p.AGENT_REWIND)
+    res = client(args).rewind(args.agent, args.label)
+    mid = res.get("message_id")
+    lab = _label(args) or " (the last one)"
+    return _said(args, res, f"{args.agent}: rewound to mark{lab} (message #{mid})")
 
 
 def cmd_mail_send(args: argparse.Namespace) -> int:
     text = prompt_text(args.text)
-    res: MailId = client(args).call(p.MAIL_SEND, {"to": args.to, "text": text, "from": args.sender})
+    assert text is not None  # TEXT is required
+    res = client(args).send_mail(args.to, text, sender=args.sender)
     if not _out(args, res):
         print(f"mail #{res.get('id')} sent from {args.sender} to {args.to}")
     return EXIT_OK
 
 
 def cmd_mail_inbox(args: argparse.Namespace) -> int:
-    # always sent: the protocol's default is unread only, the command's is all mail
-    params = {"agent": args.agent, "unread": bool(args.unread)}
-    res: list[Mail] = client(args).call(p.MAIL_INBOX, params)
+    res = client(args).inbox(args.agent, unread=args.unread)
     if not _out(args, res):
         if not res:
             print("no unread mail" if args.unread else "no mail")
@@ -465,7 +441,7 @@ def cmd_mail_inbox(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    st: Status = client(args, autostart=False).call(p.DAEMON_STATUS)
+    st = client(args, autostart=False).status()
     if not _out(args, st):
         render.status(st, sys.stdout)
     return EXIT_OK
@@ -478,7 +454,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     if not args.offline:
         try:
             with client(args, autostart=False) as c:
-                rows = c.call(p.MODELS_LIST, {"provider": args.provider})
+                rows = c.models(args.provider)
         except DaemonUnreachable:
             rows = None
         except p.RpcError as e:
@@ -499,7 +475,7 @@ def cmd_agents_for_completion(args: argparse.Namespace) -> int:
 
     try:
         with Client.open(default_socket(args.socket), timeout=0.5) as c:
-            agents: list[ListedAgent] = c.call(p.AGENT_LIST)
+            agents = c.agents()
     except Exception:
         return EXIT_OK
     for a in agents:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_ERROR, EXIT_OK
 from ikictl.commands import bounded, client
@@ -41,7 +40,7 @@ def compact(c: Client, agent: str, keep: int | None, *, who: str) -> Compacted:
         sys.stderr.write(f"compacting {render.safe_line(who)}… (Ctrl+C stops waiting)")
         sys.stderr.flush()
     try:
-        res: Compacted = c.call(p.AGENT_COMPACT, {"agent": agent, "keep": keep})
+        res = c.compact(agent, keep=keep)
     finally:
         if progress:
             sys.stderr.write("\r\x1b[K")  # the line goes: the answer replaces it

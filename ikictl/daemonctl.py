@@ -10,28 +10,23 @@ import os
 import sys
 import time
 
-import protocol as p
 from ikictl._autostart import answers, log_dir, start_daemon
 from ikictl._errors import EXIT_ERROR, EXIT_OK, DaemonUnreachable
 from ikictl.client import Client, connect, default_socket
-
-TYPE_CHECKING = False  # importing typing itself costs start-up time
-if TYPE_CHECKING:
-    from protocol.results import Status
 
 
 def cmd_start(args: argparse.Namespace) -> int:
     sock = default_socket(args.socket)
     try:
         with Client.open(sock, timeout=2.0) as c:
-            st: Status = c.call(p.DAEMON_STATUS)
+            st = c.status()
         already = True
     except OSError:
         already = False
     if not already:
         start_daemon(sock, wait=args.wait, announce=False)
         with Client.open(sock) as c:
-            st = c.call(p.DAEMON_STATUS)
+            st = c.status()
     if args.json:
         print(json.dumps({"started": not already, **st}, indent=2))
     elif already:
@@ -69,11 +64,10 @@ def _stop(sock: str, wait: float) -> int | None:
     except DaemonUnreachable:
         return None
     with c:
-        st: Status = c.call(p.DAEMON_STATUS)
-        pid = st.get("pid")
+        pid = c.status().get("pid")
         # it may close the connection before (or instead of) answering
         with contextlib.suppress(DaemonUnreachable):
-            c.call(p.DAEMON_SHUTDOWN)
+            c.shutdown()
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         # the socket goes away before the process ends: wait for the process
@@ -118,7 +112,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     start_daemon(sock, announce=False)
     with Client.open(sock) as c:
-        st: Status = c.call(p.DAEMON_STATUS)
+        st = c.status()
     pid, where = st.get("pid"), st.get("socket") or sock
     if args.json:
         print(json.dumps({"restarted": old is not None, "old_pid": old, "pid": pid}))
@@ -142,8 +136,8 @@ def cmd_reload(args: argparse.Namespace) -> int:
             print(f"ikigaid is not running (nothing answers at {sock}); nothing to reload")
         return EXIT_OK
     with c:
-        st: Status = c.call(p.DAEMON_STATUS)
-        answer = c.call(p.DAEMON_RELOAD)
+        st = c.status()
+        answer = c.reload()
     # today's answer is {"ok": true}; a refused reload may say why in it
     refused = isinstance(answer, dict) and (answer.get("ok") is False or answer.get("error"))
     if args.json:

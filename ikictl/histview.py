@@ -8,7 +8,6 @@ import argparse
 import json
 import sys
 
-import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.commands import bounded, client
@@ -17,7 +16,6 @@ TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from protocol.results import History
 
 RESULT_LINES = 10  # of a tool's result, without --full
 
@@ -27,11 +25,13 @@ def cmd_history(args: argparse.Namespace) -> int:
     bounded(args.before, "--before", 0)
     if args.signatures and not args.json:
         raise UsageError("--signatures goes with --json (the other views never show them)")
-    params: dict[str, Any] = {"agent": args.agent, "limit": args.limit, "before": args.before}
-    if args.json or args.tools:
-        params["blocks"] = True
-        params["signatures"] = args.signatures or None
-    res: History = client(args).call(p.AGENT_HISTORY, params)
+    res = client(args).history(
+        args.agent,
+        limit=args.limit,
+        before=args.before,
+        blocks=args.json or args.tools,
+        signatures=args.signatures,
+    )
     if args.json:
         render.dump_json(res)
         return EXIT_OK

@@ -196,7 +196,6 @@ def _after_change(
 ) -> None:
     """Reload a running daemon (never start one for this) and say what the
     daemon will use now."""
-    import protocol as p
     from ikictl._errors import DaemonUnreachable
     from ikictl.client import connect
 
@@ -207,7 +206,7 @@ def _after_change(
         pass
     else:
         with c:
-            answer = c.call(p.DAEMON_RELOAD)
+            answer = c.reload()
         reloaded = not (
             isinstance(answer, dict) and (answer.get("ok") is False or answer.get("error"))
         )
@@ -293,7 +292,6 @@ def _list(args: argparse.Namespace) -> int:
 
 def _daemon_keys(sock: str | None) -> dict[str, tuple[bool, list[str]]] | None:
     """provider -> (the daemon holds a key, its key variables); None: no daemon."""
-    import protocol as p
     from ikictl._errors import DaemonUnreachable
     from ikictl.client import connect
 
@@ -302,7 +300,7 @@ def _daemon_keys(sock: str | None) -> dict[str, tuple[bool, list[str]]] | None:
     except DaemonUnreachable:
         return None
     with c:
-        rows = c.call(p.PROVIDERS_LIST)
+        rows = c.providers()
     return {
         r["name"]: (bool(r.get("key_set")), list(r.get("key_env") or []))
         for r in rows

@@ -18,6 +18,7 @@ from ikictl.client import Client, connect
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 STATE_COLORS = {
@@ -61,7 +62,7 @@ def ago(since: Any, now: float | None = None) -> str:
     return f"{s}s"
 
 
-def describe(st: dict[str, Any]) -> str:
+def describe(st: Mapping[str, Any]) -> str:
     """A server's state in words: ``ready (pid 4242, 5 tools)``, ``failed: WHY``."""
     state = _text(st.get("state"), "?")
     bits = []
@@ -85,7 +86,7 @@ def describe(st: dict[str, Any]) -> str:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    res = client(args).call(p.MCP_LIST)
+    res = client(args).mcp_servers()
     if args.json:
         render.dump_json(res)
         return EXIT_OK
@@ -123,7 +124,7 @@ def servers_table(
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    res = client(args).call(p.MCP_TOOLS, {"server": args.server})
+    res = client(args).mcp_tools(args.server)
     if args.json:
         render.dump_json(res)
         return EXIT_OK
@@ -164,7 +165,7 @@ def tools_table(server: str, tools: list[dict[str, Any]], out: Any) -> None:
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
-    res = client(args).call(p.MCP_RESTART, {"server": args.server})
+    res = client(args).mcp_restart(args.server)
     if args.json:
         render.dump_json(res)
         return EXIT_OK
@@ -175,7 +176,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 def cmd_prompts(args: argparse.Namespace) -> int:
-    res = client(args).call(p.MCP_PROMPTS, {"server": args.server})
+    res = client(args).mcp_prompts(args.server)
     if args.json:
         render.dump_json(res)
         return EXIT_OK
@@ -244,11 +245,15 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _subscribe(c: Client, args: argparse.Namespace) -> None:
-    """Subscribe; without --json print each server's state as it is now."""
+    """Subscribe; without --json print each server's state as it is now.
+
+    daemon.subscribe by name: the client has no method for it, as its events
+    are no subscription's (read here from the connection's one queue, which
+    the async client does not keep)."""
     c.call(p.DAEMON_SUBSCRIBE)
     if args.json:
         return
-    for s in _rows(c.call(p.MCP_LIST), "servers"):
+    for s in _rows(c.mcp_servers(), "servers"):
         if args.server is None or s.get("name") == args.server:
             print(state_event_line(s))
     sys.stdout.flush()
@@ -273,7 +278,7 @@ def cmd_servers_for_completion(args: argparse.Namespace) -> int:
 
     try:
         with Client.open(default_socket(args.socket), timeout=0.5) as c:
-            res = c.call(p.MCP_LIST)
+            res = c.mcp_servers()
     except Exception:
         return EXIT_OK
     for s in _rows(res, "servers"):

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         AllUsage,
         Compacted,
         ContextInfo,
+        ExportedAgent,
         HistoryRow,
         ListedAgent,
         ModelRow,
@@ -120,8 +121,8 @@ def one_line(text: Any, width: int = 80) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def label(info: AgentInfo) -> str:
-    """``name (uuid)`` of an AgentInfo."""
+def label(info: AgentInfo | ExportedAgent) -> str:
+    """``name (uuid)`` of an AgentInfo (or an export's agent)."""
     name = info.get("name")
     return f"{name} ({info['uuid']})" if name else info["uuid"]
 

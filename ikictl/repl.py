@@ -30,17 +30,7 @@ from ikictl.stream import EventPrinter, run_turn
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
-    from protocol.results import (
-        AgentInfo,
-        Created,
-        History,
-        Killed,
-        ListedAgent,
-        MailId,
-        MessageId,
-        ModelInfo,
-        UsageReport,
-    )
+    from protocol.results import AgentInfo
 
 HELP = """\
 commands (anything else is a prompt to the current agent):
@@ -119,7 +109,7 @@ class Chat:
         print(self.style(code, text), flush=True)
 
     def refresh(self, ref: str | None = None) -> None:
-        self.info = self.c.call(p.AGENT_SHOW, {"agent": ref or self.uuid})
+        self.info = self.c.show(ref or self.uuid)
 
     def prompt_text(self) -> str:
         return f"{self.name}> "
@@ -211,7 +201,7 @@ class Chat:
             self.say(f"{self.name}: {render.model_of(self.info)}/{self.info.get('thinking_level')}")
             return
         model = model_text(self.c, self.uuid, rest[0])
-        res: ModelInfo = self.c.call(p.AGENT_SET_MODEL, {"agent": self.uuid, "model": model})
+        res = self.c.set_model(self.uuid, model)
         self.say(f"{self.name}: {res.get('description')}")
         for w in res.get("warnings") or []:
             self.say(f"note: {w}")
@@ -227,8 +217,7 @@ class Chat:
         except (argparse.ArgumentError, SystemExit) as e:
             self.say(f'/fork: {e}; usage: /fork ["prompt"] [--model M/T] [--name N]', render.RED)
             return
-        params = {"agent": self.uuid, "model": a.model, "name": a.name}
-        res: Created = self.c.call(p.AGENT_FORK, params)
+        res = self.c.fork(self.uuid, model=a.model, name=a.name)
         parent = self.name
         self.info = res["agent"]
         self.say(
@@ -240,7 +229,7 @@ class Chat:
 
     def do_kill(self, rest: list[str]) -> None:
         target = rest[0] if rest else self.uuid
-        res: Killed = self.c.call(p.AGENT_KILL, {"agent": target})
+        res = self.c.kill(target)
         killed = res.get("killed") or []
         self.say(f"killed {', '.join(killed)}")
         if self.uuid in killed:
@@ -254,7 +243,7 @@ class Chat:
 
     def do_agents(self, rest: list[str]) -> None:
         every = bool(rest and rest[0] in ("-a", "--all"))
-        agents: list[ListedAgent] = self.c.call(p.AGENT_LIST, {"include_dead": every or None})
+        agents = self.c.agents(include_dead=every)
         render.agent_tree(agents, sys.stdout, mark=self.uuid, color=self.color)
 
     def do_switch(self, rest: list[str]) -> None:
@@ -268,18 +257,18 @@ class Chat:
         )
 
     def do_clear(self, rest: list[str]) -> None:
-        res: MessageId = self.c.call(p.AGENT_CLEAR, {"agent": self.uuid})
+        res = self.c.clear(self.uuid)
         self.say(f"{self.name}: context cleared (message #{res['message_id']})")
 
     def do_mark(self, rest: list[str]) -> None:
         label = " ".join(rest) or None
-        res: MessageId = self.c.call(p.AGENT_MARK, {"agent": self.uuid, "label": label})
+        res = self.c.mark(self.uuid, label)
         lab = f" {label!r}" if label else ""
         self.say(f"{self.name}: mark{lab} set (message #{res['message_id']})")
 
     def do_rewind(self, rest: list[str]) -> None:
         label = " ".join(rest) or None
-        res: MessageId = self.c.call(p.AGENT_REWIND, {"agent": self.uuid, "label": label})
+        res = self.c.rewind(self.uuid, label)
         lab = f" {label!r}" if label else " (the last one)"
         self.say(f"{self.name}: rewound to mark{lab} (message #{res['message_id']})")
 
@@ -299,24 +288,23 @@ class Chat:
             print(self.info.get("system_prompt") or "(no system prompt)")
             return
         text = " ".join(rest)
-        self.c.call(p.AGENT_SET_SYSTEM, {"agent": self.uuid, "text": text})
+        self.c.set_system(self.uuid, text)
         self.say(f"{self.name}: system prompt {'set' if text else 'cleared'}")
 
     def do_send(self, rest: list[str]) -> None:
         if len(rest) < 2:
             self.say('usage: /send AGENT "text"', render.RED)
             return
-        params = {"to": rest[0], "text": " ".join(rest[1:]), "from": self.uuid}
-        res: MailId = self.c.call(p.MAIL_SEND, params)
+        res = self.c.send_mail(rest[0], " ".join(rest[1:]), sender=self.uuid)
         self.say(f"mail #{res['id']} sent to {rest[0]}")
 
     def do_history(self, rest: list[str]) -> None:
         limit = int(rest[0]) if rest and rest[0].isdigit() else 10
-        res: History = self.c.call(p.AGENT_HISTORY, {"agent": self.uuid, "limit": limit})
+        res = self.c.history(self.uuid, limit=limit)
         render.history(res.get("messages") or [], sys.stdout, style=self.style)
 
     def do_usage(self, rest: list[str]) -> None:
-        rep: UsageReport = self.c.call(p.AGENT_USAGE, {"agent": self.uuid})
+        rep = self.c.usage(self.uuid)
         render.usage_report(rep, sys.stdout, names={self.uuid: render.label(self.info)})
 
 
@@ -366,17 +354,14 @@ def cmd_chat(args: argparse.Namespace) -> int:
         args.agent = latest_agent(c)
     info: AgentInfo
     if args.agent:
-        info = c.call(p.AGENT_SHOW, {"agent": args.agent})
+        info = c.show(args.agent)
     else:
-        res: Created = c.call(
-            p.AGENT_CREATE,
-            {
-                "model": args.model,
-                "name": args.name,
-                "cwd": folder_arg(args.cwd) or os.getcwd(),
-                "policy": policy_arg(args),
-                "mcp": mcp_arg(args),
-            },
+        res = c.create(
+            model=args.model,
+            name=args.name,
+            cwd=folder_arg(args.cwd) or os.getcwd(),
+            policy=policy_arg(args),
+            mcp=mcp_arg(args),
         )
         info = res["agent"]
         print(f"created {render.label(info)} · {res['model'].get('description')}")

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, TextIO
 
-    from protocol.results import History, Queued, ShownAgent, Subscribed
+    from protocol.results import Queued, ShownAgent, Subscribed
 
 
 class EventPrinter:
@@ -390,7 +390,7 @@ def interrupt(client: Client, follow: Follow, printer: EventPrinter) -> dict[str
     try:
         if not printer.json_mode:
             printer.note("^C: cancelling the turn (Ctrl+C again to leave at once)", YELLOW)
-        client.call(p.AGENT_CANCEL, {"agent": follow.agent})
+        client.cancel(follow.agent)
         return _follow(client, follow, printer, timeout=5.0)
     except KeyboardInterrupt:
         printer.abandoned = True
@@ -453,14 +453,12 @@ def _resume(client: Client, follow: Follow, ev: dict[str, Any]) -> None:
     if oldest > resume_from:
         follow.gap = True
     _unsubscribe(client, follow.sid)
-    params = {"agent": follow.agent, "from_seq": max(resume_from, oldest)}
-    sub: Subscribed = client.call(p.AGENT_SUBSCRIBE, params)
-    follow.sid = sub["subscription"]
+    follow.sid = _subscribe(client, follow.agent, max(resume_from, oldest))["subscription"]
 
 
 def _print_missing(client: Client, follow: Follow, printer: EventPrinter) -> None:
     """The turn's text that a gap kept from the screen, from history."""
-    hist: History = client.call(p.AGENT_HISTORY, {"agent": follow.agent, "limit": 1000})
+    hist = client.history(follow.agent, limit=1000)
     rows = hist["messages"]
     start = next(
         (
@@ -494,6 +492,16 @@ def _print_missing(client: Client, follow: Follow, printer: EventPrinter) -> Non
         )
 
 
+def _subscribe(client: Client, agent: str, from_seq: int | None) -> Subscribed:
+    """agent.subscribe, its events left in the connection's one queue (read
+    here with next_notification). Not ``client.subscribe``, whose Subscription
+    routes them apart and resumes after ``lagged`` by itself: a turn followed
+    here prints what a gap lost from history, and ``watch --from`` needs the
+    answer's ``next_seq`` (where the replay ends)."""
+    sub: Subscribed = client.call(p.AGENT_SUBSCRIBE, {"agent": agent, "from_seq": from_seq})
+    return sub
+
+
 def _unsubscribe(client: Client, sid: int) -> None:
     with contextlib.suppress(Exception):
         client.send(p.AGENT_UNSUBSCRIBE, {"subscription": sid})
@@ -506,7 +514,7 @@ def watch(
     is idle). With ``from_seq`` the kept events from there are replayed first
     (and the turns older than the daemon keeps, from history); ``until_idle``
     then waits for the end of that replay before it looks at the agent."""
-    sub: Subscribed = client.call(p.AGENT_SUBSCRIBE, {"agent": agent, "from_seq": from_seq})
+    sub = _subscribe(client, agent, from_seq)
     sid = sub["subscription"]
     printer.socket = client.path
     end = int(sub.get("next_seq") or 0)  # the replay is every event before this one
@@ -531,7 +539,7 @@ def watch(
 
 
 def _idle(client: Client, agent: str) -> bool:
-    info: ShownAgent = client.call(p.AGENT_SHOW, {"agent": agent})
+    info = client.show(agent)
     return not info.get("current_turn") and not info.get("queued")
 
 

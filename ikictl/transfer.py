@@ -10,23 +10,20 @@ import json
 import os
 import sys
 
-import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.commands import client
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
-
-    from protocol.results import Created
 
 FORMAT = "ikigai-agent"  # the export's "format" field
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    params = {"agent": args.agent, "signatures": False if args.no_signatures else None}
-    doc: dict[str, Any] = client(args).call(p.AGENT_EXPORT, params)
+    doc = client(args).export(args.agent, signatures=not args.no_signatures)
     if args.format == "markdown" and not args.json:
         text = markdown(doc)
     else:
@@ -37,7 +34,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     _write(args.output, text)
     if not args.json:
         n = len(doc.get("messages") or [])
-        who = render.label(doc.get("agent") or {"uuid": str(args.agent)})  # type: ignore[arg-type]
+        who = render.label(doc["agent"])
         print(
             f"exported {render.safe_line(who)}: {n} message{'' if n == 1 else 's'} -> {args.output}"
         )
@@ -60,7 +57,7 @@ def _write(path: str, text: str) -> None:
 
 def cmd_import(args: argparse.Namespace) -> int:
     doc = read_export(args.file)
-    res: Created = client(args).call(p.AGENT_IMPORT, {"document": doc, "name": args.name})
+    res = client(args).import_agent(doc, name=args.name)
     info = res["agent"]
     if args.quiet:
         print(info["uuid"])
@@ -116,7 +113,7 @@ def _read(name: str) -> bytes:
 # ---------------------------------------------------------------- markdown
 
 
-def markdown(doc: dict[str, Any]) -> str:
+def markdown(doc: Mapping[str, Any]) -> str:
     """A transcript to read: a header with the agent and its model, then each
     prompt, the thinking as a quote, tool calls and results fenced, answers."""
     a = doc.get("agent") or {}

@@ -121,11 +121,17 @@ class AsyncMethods:
         missed) and ``wait()`` gives how it ended."""
         sub = await self.subscribe(agent)
         try:
-            queued: R.Queued = await self.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
+            queued = await self.enqueue(agent, text)
         except BaseException:
             await sub.aclose()
             raise
         return AsyncTurn(self, sub, queued["turn"], queued["position"])
+
+    async def enqueue(self, agent: str, text: str) -> R.Queued:
+        """Queue ``text`` as the agent's next turn and return at once: the
+        turn's id and the turns ahead of it (``prompt`` to follow it, ``ask``
+        or ``wait_turn`` to wait for its outcome)."""
+        return await self.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
 
     async def ask(
         self, agent: str, text: str, *, check: bool = False, timeout: float | None = None

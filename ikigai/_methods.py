@@ -120,11 +120,17 @@ class Methods:
         missed) and ``wait()`` gives how it ended."""
         sub = self.subscribe(agent)
         try:
-            queued: R.Queued = self.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
+            queued = self.enqueue(agent, text)
         except BaseException:
             sub.close()
             raise
         return Turn(self, sub, queued["turn"], queued["position"])
+
+    def enqueue(self, agent: str, text: str) -> R.Queued:
+        """Queue ``text`` as the agent's next turn and return at once: the
+        turn's id and the turns ahead of it (``prompt`` to follow it, ``ask``
+        or ``wait_turn`` to wait for its outcome)."""
+        return self.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
 
     def ask(
         self, agent: str, text: str, *, check: bool = False, timeout: float | None = None

@@ -118,6 +118,22 @@ def test_the_result_of_every_listing_method_has_its_type(daemon):
         typed(c.kill(child["agent"]["uuid"]), R.Killed)
 
 
+def test_enqueue_queues_a_turn_and_returns_at_once(daemon):
+    """The prompt without a subscription (``ikictl send --no-wait``): the
+    turn's id and the turns ahead of it, nothing streamed to the connection."""
+    with connect(daemon) as c:
+        agent = c.create(name="lib-enqueue")["agent"]["uuid"]
+        long_turn = typed(c.enqueue(agent, "tell me a long story, slowly"), R.Queued)
+        queued = typed(c.enqueue(agent, "and then this"), R.Queued)
+        assert long_turn["position"] == 0 and queued["position"] == 1
+        assert queued["turn"] != long_turn["turn"]
+        c.cancel(agent)
+        out = typed(c.wait_turn(agent, queued["turn"], timeout=30), R.TurnOutcome)
+        assert out["status"] == "completed" and "You said: and then this" in out["reply"]
+        assert c.wait_turn(agent, long_turn["turn"])["status"] in ("cancelled", "interrupted")
+        assert not c.notifications  # no event came: nothing was subscribed
+
+
 async def _async_round(path: str, prefix: str) -> list[R.TurnOutcome]:
     """Five agents prompted at once over one AsyncClient connection."""
     async with ikigai.connect_async(path, autostart=False) as c:

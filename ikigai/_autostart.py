@@ -16,7 +16,10 @@ from pathlib import Path
 import protocol as p
 from ikigai.errors import DaemonUnreachable
 
-AUTOSTART_WAIT = 10.0  # seconds
+# seconds. A start takes about a second on an idle machine but more than 20 on
+# two cores at a load average of 50: the bound must hold on such a machine,
+# and costs nothing when the daemon comes up sooner or exits (seen at once).
+AUTOSTART_WAIT = 60.0
 
 
 def _env_for(sock: str) -> dict[str, str]:
@@ -84,13 +87,17 @@ def start_daemon(
             raise DaemonUnreachable(
                 f"started ikigaid but it exited with status {code} before its socket answered"
                 f"{_reason(out_file, start_size)}\n"
-                f"(its output: {out_file}; more in `ikictl daemon logs`)"
+                f"(its output: {out_file}; its log: {logs / LOG_FILE}, or `ikictl daemon logs`)"
             )
         if time.monotonic() > deadline:
+            # not killed: on a busy machine it may be a few seconds from answering
             raise DaemonUnreachable(
                 f"started ikigaid (pid {child.pid}) but its socket did not answer within "
                 f"{wait:g} s{_reason(out_file, start_size)}\n"
-                f"(its output: {out_file}; more in `ikictl daemon logs`)"
+                f"It may still be starting (a loaded machine is slow): see its log "
+                f"{logs / LOG_FILE} (`ikictl daemon logs`; \"ikigaid ready\" once it serves) "
+                f"and its output {out_file}; `ikictl status` tells whether it answers now, "
+                f"`ikictl daemon start --wait S` waits longer"
             )
         time.sleep(0.03)
 

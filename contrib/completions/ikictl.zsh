@@ -107,7 +107,7 @@ _ikictl() {
       else
         local action=${words[2]}; shift words; (( CURRENT-- ))
         case $action in
-          start) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' '--wait[seconds to wait for the socket (default 10)]:S:' ;;
+          start) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' '--wait[seconds to wait for the socket (default 60)]:S:' ;;
           stop) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' '--wait[seconds to wait for it to end (default 15)]:S:' ;;
           restart) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' '--wait[for the stop]:S:' ;;
           reload) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' ;;

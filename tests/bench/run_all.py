@@ -65,9 +65,11 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
         ],
     ),
     "ikictl": (["--runs", "30"], ["--runs", "5"]),
+    "startup": (["--runs", "20"], ["--runs", "5"]),
     "agents": ([], ["--agents", "1000", "--deltas", "1000"]),
     "compaction": ([], ["--rounds", "3", "--checks", "50"]),
     "mcp": ([], ["--calls", "50"]),
+    "scrub": ([], ["--lines", "300", "--reps", "9"]),
     "e2e": ([], ["--quick"]),
 }
 ALIASES = {

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import ikigai
+from tests._ready import READY_TIMEOUT, file_has, wait_ready
 
 from .conftest import Daemon
 
@@ -18,10 +19,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_example(daemon: Daemon, name: str, *args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "examples" / name), "--socket", str(daemon.socket), *args],
-        capture_output=True, text=True, env=daemon.env, timeout=60, **kw,
-    )
+    """Run an example to its end, bounded by the suite's start-up bound (its
+    own start is most of its time); one still running fails with its output."""
+    try:
+        return subprocess.run(
+            [sys.executable, str(ROOT / "examples" / name), "--socket", str(daemon.socket), *args],
+            capture_output=True, text=True, env=daemon.env, timeout=READY_TIMEOUT, **kw,
+        )
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(
+            f"examples/{name} still running after {READY_TIMEOUT:g} s\nstdout:\n{e.stdout!r}\nstderr:\n{e.stderr!r}"
+        ) from None
 
 
 def test_fanout_gathers_ten_answers(daemon):
@@ -43,20 +51,24 @@ def test_fanout_gathers_ten_answers(daemon):
         assert [m["agent"] for m in hist[:2]] == [root["uuid"]] * 2
 
 
-def test_watch_tools_logs_each_call_as_it_happens(daemon):
-    with ikigai.connect(str(daemon.socket), autostart=False) as c:
+def test_watch_tools_logs_each_call_as_it_happens(daemon, tmp_path):
+    errors = tmp_path / "watch_tools.err"
+    with ikigai.connect(str(daemon.socket), autostart=False) as c, errors.open("w") as err_file:
         agent = c.create(name="watched")["agent"]["uuid"]
         watcher = subprocess.Popen(
             [sys.executable, str(ROOT / "examples" / "watch_tools.py"), agent, "--count", "2",
              "--socket", str(daemon.socket)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=daemon.env,
+            stdout=subprocess.PIPE, stderr=err_file, text=True, env=daemon.env,
         )
         try:
-            assert watcher.stderr.readline().startswith("watching")
+            # it says "watching" once subscribed: only then are the prompts sent
+            wait_ready(watcher, file_has(errors, "watching"), "examples/watch_tools.py", output=[errors])
+            assert errors.read_text().startswith("watching")
             first = c.prompt(agent, "run a tool please")
             second = c.prompt(agent, "run another command please")
             assert first.wait()["status"] == "completed" and second.wait()["status"] == "completed"
-            out, err = watcher.communicate(timeout=30)
+            out, _ = watcher.communicate(timeout=30)
+            err = errors.read_text()
         finally:
             if watcher.poll() is None:
                 watcher.kill()

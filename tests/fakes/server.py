@@ -20,12 +20,15 @@ import dataclasses
 import json
 import ssl
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import h11
 import trio
+
+from tests._ready import READY_TIMEOUT
 
 from .recorded import RecordedRequest
 from .script import Disconnect, HttpError, Malformed, NeverAnswer, Raw, RawStream, Reply, Stall
@@ -356,8 +359,13 @@ class ThreadedFakeProvider:
 
     def __enter__(self) -> FakeProvider:
         self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("the fake provider did not start within 10 s")
+        # the suite's start-up bound (tests/_ready.py); a thread that died is not waited for
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not self._ready.wait(0.05):
+            if not self._thread.is_alive():
+                raise RuntimeError("the fake provider's thread ended before it listened (its error is above)")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the fake provider did not start within {READY_TIMEOUT:g} s")
         assert self.fake is not None
         return self.fake
 

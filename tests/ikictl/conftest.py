@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._ready import READY_TIMEOUT, daemon_answers, wait_ready
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 IKICTL = [str(BIN / "ikictl")] if (BIN / "ikictl").exists() else [sys.executable, "-m", "ikictl"]
@@ -72,13 +74,15 @@ def fake_url() -> Iterator[str]:
     """The fake provider server as its own process (the demo responder)."""
     d = Path(tempfile.mkdtemp(prefix="ikfake"))
     url_file = d / "url"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes", "--quiet", "--port", "0", "--url-file", str(url_file)],
-        cwd=ROOT,
-        env=clean_env(d),
-    )
+    out = d / "fake.out"
+    with out.open("wb") as f:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.fakes", "--quiet", "--port", "0", "--url-file", str(url_file)],
+            cwd=ROOT, env=clean_env(d), stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
+        )
     try:
-        wait_for(url_file.exists, 15, "the fake provider did not write its URL")
+        # it writes the file once it listens (and atomically: never half a URL)
+        wait_ready(proc, url_file.exists, "the fake provider (python -m tests.fakes)", output=[out])
         yield url_file.read_text().strip()
     finally:
         stop_process(proc)
@@ -105,11 +109,21 @@ class Daemon:
     env: dict[str, str]
     proc: subprocess.Popen | None = None
 
-    def ikictl(self, *args: str, input: str | None = None, code: int | None = 0, timeout: float = 30) -> Result:
-        r = subprocess.run(
-            [*IKICTL, *args], input=input, capture_output=True, text=True, env=self.env, timeout=timeout,
-            stdin=None if input is not None else subprocess.DEVNULL,
-        )
+    def ikictl(
+        self, *args: str, input: str | None = None, code: int | None = 0, timeout: float = READY_TIMEOUT
+    ) -> Result:
+        """Run ikictl to its end; bounded by the suite's start-up bound (any
+        command may autostart a daemon), a command still running is shown."""
+        try:
+            r = subprocess.run(
+                [*IKICTL, *args], input=input, capture_output=True, text=True, env=self.env, timeout=timeout,
+                stdin=None if input is not None else subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise AssertionError(
+                f"ikictl {' '.join(args)} still running after {timeout:g} s\n"
+                f"stdout:\n{_text(e.stdout)}\nstderr:\n{_text(e.stderr)}"
+            ) from None
         res = Result(r.returncode, r.stdout, r.stderr)
         if code is not None:
             assert r.returncode == code, f"ikictl {' '.join(args)} -> {r.returncode}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
@@ -123,17 +137,19 @@ class Daemon:
         return self.home / "run" / "ikigai.sock"
 
 
+def _text(data: bytes | str | None) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
+
+
 def start_daemon(home: Path) -> Daemon:
+    """``ikigaid run`` in ``home``, once its socket answers (tests/_ready.py)."""
     env = clean_env(home)
-    proc = subprocess.Popen(
-        [*IKIGAID, "run"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=open(home / "ikigaid.stderr", "wb"),  # noqa: SIM115
-    )
+    out = home / "ikigaid.stderr"
+    with out.open("wb") as f:
+        proc = subprocess.Popen([*IKIGAID, "run"], env=env, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)
     d = Daemon(home, env, proc)
     try:
-        wait_for(lambda: d.socket.exists() or proc.poll() is not None, 20, "ikigaid did not open its socket")
-        if proc.poll() is not None:
-            raise RuntimeError(f"ikigaid exited {proc.returncode}: {(home / 'ikigaid.stderr').read_text()}")
+        wait_ready(proc, daemon_answers(d.socket), "ikigaid", output=[out, home / "logs" / "ikigaid.log"])
     except BaseException:
         stop_process(proc)
         raise

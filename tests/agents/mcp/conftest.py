@@ -15,6 +15,7 @@ import pytest
 import trio
 
 from agents.tools.mcp import McpHub, McpServerSpec, ServerState
+from tests._ready import READY_TIMEOUT
 
 ROOT = Path(__file__).resolve().parents[3]
 EVERYTHING_FALLBACK = "/tmp/mcpnpm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -63,9 +64,12 @@ class Hub:
         return [s.state for s in self.seen if s.name == name]
 
     async def wait_for(
-        self, name: str, check: Callable[[ServerState], bool], within: float = 10.0
+        self, name: str, check: Callable[[ServerState], bool], within: float | None = None
     ) -> ServerState:
-        """Wait until the server's state passes ``check``."""
+        """Wait until the server's state passes ``check``; by default within the
+        suite's start-up bound (tests/_ready.py): what is waited for is mostly a
+        server process (re)started and ready."""
+        within = READY_TIMEOUT if within is None else within
         with trio.fail_after(within):
             await until(lambda: check(self.hub.state(name)))
         return self.hub.state(name)

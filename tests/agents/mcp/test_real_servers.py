@@ -8,11 +8,13 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import trio
 
 from agents.tools.mcp import McpServerSpec
+from tests._ready import await_ready, tcp_listens
 
 from .conftest import ROOT, everything_js
 
@@ -74,25 +76,21 @@ def _free_port() -> int:
 class EverythingHttp:
     """server-everything over Streamable HTTP on a free port."""
 
-    def __init__(self) -> None:
+    def __init__(self, out: Path) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.proc: trio.Process | None = None
+        self.out = out  # what it prints, every start: shown if a start fails
 
     async def start(self) -> None:
-        self.proc = proc = await trio.lowlevel.open_process(
-            ["node", everything_js(), "streamableHttp"],
-            env={**os.environ, "PORT": str(self.port)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        seen = b""
-        with trio.fail_after(15):
-            while b"listening" not in seen.lower():
-                chunk = await proc.stderr.receive_some()
-                if not chunk:
-                    raise AssertionError(f"server-everything ended: {seen!r}")
-                seen += chunk
+        with self.out.open("ab") as out:
+            self.proc = await trio.lowlevel.open_process(
+                ["node", everything_js(), "streamableHttp"],
+                env={**os.environ, "PORT": str(self.port)},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        await await_ready(self.proc, tcp_listens(self.port), "server-everything (HTTP)", output=[self.out])
 
     async def stop(self) -> None:
         if self.proc is not None:
@@ -103,8 +101,8 @@ class EverythingHttp:
 
 
 @pytest.fixture
-async def everything_http():
-    server = EverythingHttp()
+async def everything_http(tmp_path: Path):
+    server = EverythingHttp(tmp_path / "everything.out")
     try:
         await server.start()
         yield server
@@ -133,25 +131,20 @@ async def test_server_everything_over_streamable_http_gone_then_back(start_hub, 
     assert hub.state("web").restarts >= 1
 
 
-async def test_http_headers_reach_the_server(start_hub):
+async def test_http_headers_reach_the_server(start_hub, tmp_path: Path):
     """Our fake over Streamable HTTP: the configured headers are on every request."""
     port = _free_port()
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "tests.fakes.mcp_server", "http", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    out = tmp_path / "mcp_server.out"
+    with out.open("wb") as f:
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "tests.fakes.mcp_server", "http", str(port)],
+            cwd=ROOT,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+        )
     try:
+        await await_ready(proc, tcp_listens(port), "the MCP fake (HTTP)", output=[out])
         with trio.fail_after(20):
-            while True:  # wait for it to listen
-                try:
-                    stream = await trio.open_tcp_stream("127.0.0.1", port)
-                except OSError:
-                    await trio.sleep(0.05)
-                    continue
-                await stream.aclose()
-                break
             spec = McpServerSpec(
                 "web",
                 url=f"http://127.0.0.1:{port}/mcp",

@@ -5,8 +5,9 @@ Tools: echo, add, slow (writes a marker file when cancelled), progress,
 image, fail (isError), raise (a JSON-RPC error), crash (exits mid-call), hang
 (never answers, ignores cancel), grow (adds a tool: list_changed), env (its
 environment), headers (over HTTP: the request's), big (a long text), garbage (junk lines on stdout before the
-answer), flood (one endless line), and two tools with hostile schemas (deep,
-huge). A text and a binary resource; a prompt.
+answer), answer_badly (a malformed answer line of the test's choosing),
+flood (one endless line), and two tools with hostile schemas (deep, huge).
+A text and a binary resource; a prompt.
 """
 
 from __future__ import annotations
@@ -147,6 +148,19 @@ def garbage() -> str:
     """Junk lines on stdout (not JSON, invalid UTF-8), then a normal answer."""
     os.write(WIRE, b"this is not json\n\xff\xfe\xfd invalid utf-8\n{\"jsonrpc\": \"2.0\"}\n")
     return "still here"
+
+
+@server.tool()
+async def answer_badly(line_hex: str, ctx: Context, then: float = 3600.0) -> str:
+    """Answer this call with the bytes ``line_hex`` (hex; ``@ID@`` stands for
+    this request's id) as one line, then sleep ``then`` seconds before the real
+    answer: a client that skips the bad line waits for that one."""
+    rid = ctx.request_id
+    wire_id = rid if rid.lstrip("-").isdigit() else json.dumps(rid)
+    line = bytes.fromhex(line_hex).replace(b"@ID@", wire_id.encode())
+    os.write(WIRE, line + b"\n")
+    await anyio.sleep(then)
+    return "the real answer, late"
 
 
 @server.tool()

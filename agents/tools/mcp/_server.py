@@ -432,9 +432,16 @@ class ServerRunner:
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
+        from ._transport import UnreadableAnswer
+
         name = self.spec.name
         if isinstance(exc, MCPError):
-            if exc.code == CONNECTION_CLOSED:
+            if isinstance(exc.data, UnreadableAnswer):  # the transport's, not the server's
+                text = (
+                    f"the MCP server {name} answered {what} (request {exc.data.id!r}) "
+                    f"with a line that is not valid JSON-RPC: {exc.data.fault}"
+                )
+            elif exc.code == CONNECTION_CLOSED:
                 self.connection_lost(client)
                 text = f"the MCP server {name} stopped during the call" + (
                     "" if self.stopping or not self.alive else "; it is being restarted"

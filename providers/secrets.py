@@ -3,7 +3,12 @@
 The daemon registers every configured key; ``scrub`` then replaces each
 registered value in a text with ``[REDACTED]`` - and every prefix of one of
 at least 8 characters, because providers quote keys cut short ("sk-ant-api03-
-AbC...") and error texts are cut at some length, which may split a key.
+AbC...") and error texts are cut at some length, which may split a key - and
+every piece of at least 12 characters cut from anywhere in one, because texts
+quote keys from the middle or the end too ("key ending in ...xYz12") and a
+cut may fall on both sides of one. (Pieces from the middle start with no
+telling prefix, so they need 12 characters before they cannot be mistaken
+for an ordinary word.)
 
 It lives in the lowest layer so that the provider shell can scrub the errors
 it emits and the daemon's log redaction can use the same values.
@@ -16,6 +21,18 @@ from the end of that match an Aho-Corasick automaton over the same trie
 follows, one character at a time, every prefix that runs on past it (keys
 that overlap themselves, keys longer than the regex goes), and hands back to
 the regular expression as soon as less than 8 characters are in play.
+
+Pieces from anywhere: a piece of 12+ characters is covered by its windows of
+exactly 12, each in the set of the secrets' 12-character windows, so the
+pieces in a text are its windows found in that set, merged where they
+overlap. Looking up every window of every text would cost a log line dearly;
+instead 8-character samples, taken every 5 characters, are looked up in the
+set of the secrets' 8-character grams. Every window of 12 holds one sample
+whole, so a text none of whose samples is such a gram holds no piece: the
+common case, settled by a few lookups. Only around a sample that is one are
+the windows looked up. A short text is sampled all along; a long one only in
+its runs of 12+ characters of the secrets' alphabet (found by bytes.translate
+and bytes.find, in C), where any piece must lie.
 """
 
 from __future__ import annotations
@@ -23,14 +40,34 @@ from __future__ import annotations
 import re
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
+from operator import itemgetter
 from typing import TypeAlias
 
-__all__ = ["MIN_SECRET", "REDACTED", "register_secret", "register_secrets", "scrub"]
+__all__ = ["MIN_FRAGMENT", "MIN_SECRET", "REDACTED", "register_secret", "register_secrets", "scrub"]
 
 REDACTED = "[REDACTED]"
 MIN_SECRET = 8  # shorter values, and shorter prefixes, would blank ordinary words
+# A piece from the middle of a secret has no telling start ("sk-ant-..."):
+# this long, it is no word or id that a text holds by chance.
+MIN_FRAGMENT = 12
+# Samples of _SAMPLE characters every _STRIDE characters: each window of
+# MIN_FRAGMENT characters holds one whole, as _SAMPLE + _STRIDE - 1 == MIN_FRAGMENT.
+_SAMPLE = 8
+_STRIDE = MIN_FRAGMENT - _SAMPLE + 1
+# Texts up to this long are sampled all along; longer ones only in their runs
+# of MIN_FRAGMENT+ characters of the secrets' alphabet (finding the runs costs
+# more than it saves below some 400 characters of prose, and far more in a
+# timestamp or an id).
+_SHORT = 256
+# where a short text of each length is sampled, and its samples in one call
+# (and an empty one: itemgetter of a single item would give it bare, not in a tuple)
+_SAMPLED = {n: range(0, n - _SAMPLE + 1, _STRIDE) for n in range(MIN_FRAGMENT, _SHORT + 1)}
+_SLICES = [slice(p, p + _SAMPLE) for p in _SAMPLED[_SHORT]]
+_SAMPLERS = {n: itemgetter(*_SLICES[: len(firsts)], slice(0, 0)) for n, firsts in _SAMPLED.items()}
+_RUN = b"a" * MIN_FRAGMENT  # a run, in a text translated by _Secrets._table
+_GAP = b" "  # any other character, translated
 # Depth of the trie the regular expression spells out: its nested groups stay
 # well within the regex compiler's recursion; the automaton goes further.
 _DEPTH = 64
@@ -39,10 +76,35 @@ _DEPTH = 64
 class _Secrets:
     """An immutable set of secrets and the matchers built from it."""
 
-    __slots__ = ("_children", "_depth", "_fail", "_heads", "_node", "_pattern", "values")
+    __slots__ = (
+        "_children",
+        "_depth",
+        "_fail",
+        "_grams",
+        "_heads",
+        "_node",
+        "_pattern",
+        "_table",
+        "_windows",
+        "values",
+    )
 
     def __init__(self, values: frozenset[str]) -> None:
         self.values = values
+        long = [v for v in values if len(v) >= MIN_FRAGMENT]
+        self._windows = frozenset(
+            v[i : i + MIN_FRAGMENT] for v in long for i in range(len(v) - MIN_FRAGMENT + 1)
+        )
+        self._grams = frozenset(
+            v[i : i + _SAMPLE] for v in long for i in range(len(v) - _SAMPLE + 1)
+        )
+        # Latin-1 bytes translated by this table spell each character of the
+        # alphabet "a" and any other " ". A character beyond Latin-1 is
+        # encoded "?": if the alphabet has such characters, "?" counts as one.
+        alphabet = set().union(*long)
+        if "?" in alphabet or any(ord(ch) > 0xFF for ch in alphabet):
+            alphabet.add("?")
+        self._table = bytes(b"a"[0] if chr(i) in alphabet else _GAP[0] for i in range(256))
         self._heads = tuple(sorted({v[:MIN_SECRET] for v in values}))
         # the trie: node 0 is the root; _node maps each prefix of up to _DEPTH
         # characters to its node
@@ -68,16 +130,94 @@ class _Secrets:
     def scrub(self, text: str) -> str:
         if self._pattern is None:
             return text
-        found = [i for i in map(text.find, self._heads) if i >= 0]
-        if not found:
+        heads = self._heads
+        found = any(map(text.__contains__, heads))  # in C: no list for the common case
+        # Where the text is sampled for pieces; None when no sample is a gram
+        # of a secret (the common case, kept to a few lookups in C).
+        n, grams = len(text), self._grams
+        sampled: Sequence[int] | None = None
+        if MIN_FRAGMENT <= n <= _SHORT:
+            if not grams.isdisjoint(_SAMPLERS[n](text)):
+                sampled = _SAMPLED[n]
+        elif n > _SHORT and grams:
+            firsts = self._runs(text)
+            if not grams.isdisjoint([text[p : p + _SAMPLE] for p in firsts]):
+                sampled = firsts
+        if not found and sampled is None:
             return text
-        children, fail, depth = self._children, self._fail, self._depth
-        search = self._pattern.search
-        n = len(text)
+        spans: list[tuple[int, int]] = []
+        if found:
+            spans = self._prefixes(text, min(i for i in map(text.find, heads) if i >= 0))
+        if sampled is not None:
+            pieces = self._pieces(text, sampled)
+            if pieces:
+                spans = _merge(spans, pieces) if spans else pieces
+        if not spans:
+            return text
         out: list[str] = []
-        last = 0  # text before this is copied or redacted
+        last = 0
+        for start, end in spans:
+            out.append(text[last:start])
+            out.append(REDACTED)
+            last = end
+        out.append(text[last:])
+        return "".join(out)
+
+    def _pieces(self, text: str, sampled: Sequence[int]) -> list[tuple[int, int]]:
+        """The spans of ``text`` covered by windows of MIN_FRAGMENT characters
+        of a secret, merged where they overlap, in order; ``sampled``: where
+        the text's samples start."""
+        grams = self._grams
+        windows = self._windows
+        starts: list[int] = []  # of the windows found, in order
+        for p in sampled:
+            if text[p : p + _SAMPLE] in grams:
+                # the windows holding this sample whole (those of two samples
+                # never meet: each window is looked up once, in order)
+                for x in range(max(0, p - _STRIDE + 1), p + 1):
+                    if text[x : x + MIN_FRAGMENT] in windows:
+                        starts.append(x)
+        spans: list[tuple[int, int]] = []
+        if not starts:
+            return spans
+        # windows closer than MIN_FRAGMENT overlap: one span
+        first = prev = starts[0]
+        for x in starts:
+            if x - prev >= MIN_FRAGMENT:
+                spans.append((first, prev + MIN_FRAGMENT))
+                first = x
+            prev = x
+        spans.append((first, prev + MIN_FRAGMENT))
+        return spans
+
+    def _runs(self, text: str) -> list[int]:
+        """Where to sample a long text: every _STRIDE characters from the start
+        of each run of MIN_FRAGMENT+ characters of the secrets' alphabet.
+
+        The runs are found in the text translated to "a" (of the alphabet) and
+        " " (not), by bytes.translate and bytes.find: loops in C over the
+        text, Python going round once per run.
+        """
+        spelled = text.encode("latin-1", "replace").translate(self._table)
+        find, n = spelled.find, len(spelled)
+        firsts: list[int] = []
+        a = find(_RUN)
+        while a >= 0:
+            b = find(_GAP, a + MIN_FRAGMENT)
+            if b < 0:
+                b = n
+            firsts += range(a, b - _SAMPLE + 1, _STRIDE)
+            a = find(_RUN, b)
+        return firsts
+
+    def _prefixes(self, text: str, pos: int) -> list[tuple[int, int]]:
+        """The spans of ``text`` covered by prefixes of MIN_SECRET+ characters
+        of a secret, merged where they overlap, in order; none starts before ``pos``."""
+        children, fail, depth = self._children, self._fail, self._depth
+        search = self._pattern.search  # type: ignore[union-attr]
+        n = len(text)
+        spans: list[tuple[int, int]] = []
         span_start = span_end = -1  # the span being redacted
-        pos = min(found)
         while pos < n:
             m = search(text, pos)
             if m is None:
@@ -88,9 +228,7 @@ class _Secrets:
                 span_end = max(span_end, end)
             else:
                 if span_end >= 0:
-                    out.append(text[last:span_start])
-                    out.append(REDACTED)
-                    last = span_end
+                    spans.append((span_start, span_end))
                 span_start, span_end = start, end
             # Follow the automaton past the match: `node` stays the longest
             # suffix of text[:end] that is a prefix of a secret.
@@ -106,20 +244,27 @@ class _Secrets:
                 if end - d < span_end:
                     span_end = end
                 else:
-                    out.append(text[last:span_start])
-                    out.append(REDACTED)
-                    last = span_end
+                    spans.append((span_start, span_end))
                     span_start, span_end = end - d, end
             else:
                 break
             # nothing that starts before this can run on past `end`
             pos = end - depth[node]
         if span_end >= 0:
-            out.append(text[last:span_start])
-            out.append(REDACTED)
-            last = span_end
-        out.append(text[last:])
-        return "".join(out)
+            spans.append((span_start, span_end))
+        return spans
+
+
+def _merge(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Two lists of spans as one, in order, spans that overlap merged."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(a + b):
+        if out and start < out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
 
 
 def _failure_links(children: list[dict[str, int]]) -> list[int]:
@@ -180,7 +325,8 @@ def _clean(value: object) -> str | None:
 
 
 def register_secret(value: str | None) -> None:
-    """Scrub this value (and its prefixes of 8+ characters) from every text from now on.
+    """Scrub this value (its prefixes of 8+ characters, and its pieces of 12+
+    characters cut from anywhere) from every text from now on.
 
     Values shorter than 8 characters are ignored: they would blank ordinary words.
     """
@@ -213,10 +359,12 @@ def _forget_secrets() -> None:
 
 
 def scrub(text: str, *also: str | None) -> str:
-    """``text`` with every registered secret, every one in ``also``, and every
-    prefix of 8+ characters of one of them, replaced by ``[REDACTED]``."""
+    """``text`` with every registered secret, every one in ``also``, every
+    prefix of 8+ characters of one of them and every piece of 12+ characters
+    cut from anywhere in one, replaced by ``[REDACTED]``."""
     secrets = _current
-    extra = {v for v in map(_clean, also) if v is not None}
-    if extra - secrets.values:
-        secrets = _with(secrets.values | extra)
+    if also:  # the log's calls give none: they skip building a set
+        extra = {v for v in map(_clean, also) if v is not None}
+        if extra - secrets.values:
+            secrets = _with(secrets.values | extra)
     return secrets.scrub(text)

@@ -269,7 +269,10 @@ def test_registered_secrets_are_redacted_exactly(log_dir):
     # a key cut short (a provider quoting its start, a message cut at some
     # length) is still the key: every prefix of 8+ characters goes too
     assert redact(f"a {ODD} b {ODD[:-1]} c {ODD[:8]}.") == f"a {REDACTED} b {REDACTED} c {REDACTED}."
-    assert redact(f"a {ODD[:7]} b {ODD[1:]}") == f"a {ODD[:7]} b {ODD[1:]}"
+    # and so is a piece of 12+ characters cut from anywhere in it (issue 28);
+    # 7 from the start, or 11 from the middle, are too short to tell from words
+    assert redact(f"a {ODD[1:]} b {ODD[5:17]}.") == f"a {REDACTED} b {REDACTED}."
+    assert redact(f"a {ODD[:7]} b {ODD[1:12]}") == f"a {ODD[:7]} b {ODD[1:12]}"
     assert redact("a tiny cat") == "a tiny cat"
 
 

@@ -96,7 +96,10 @@ def test_text_without_a_secret_is_unchanged(secrets: list[str], text: str, data:
 
 
 def reference_scrub(text: str, secrets: list[str]) -> str:
-    """Every occurrence of every prefix of 8+ characters, by brute force; overlapping ones merged."""
+    """Every occurrence of every prefix of 8+ characters, by brute force; overlapping ones merged.
+
+    And of every piece of 12+ characters from anywhere in a secret (issue 28):
+    keys of two letters hold such pieces that start with no prefix."""
     spans = sorted(
         (i, i + n)
         for s in secrets
@@ -104,6 +107,8 @@ def reference_scrub(text: str, secrets: list[str]) -> str:
         for i in range(len(text))
         if text.startswith(s[:n], i)
     )
+    spans += ((i, i + 12) for s in secrets for i in range(len(text) - 11) if text[i : i + 12] in s)
+    spans.sort()
     out, last, cur = [], 0, None
     for a, b in spans:
         if cur is not None and a < cur[1]:

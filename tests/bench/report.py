@@ -29,7 +29,7 @@ Results = dict[str, Any]
 Row = dict[str, Any]
 
 
-# ------------------------------------------------------------------ goals (issue 18; names.md)
+# ------------------------------------------------------------------ goals (issues 18 and 28)
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,23 @@ GOALS = [
         lambda x: x <= 1.3,
         "<= 1.3x",
     ),
+    Goal(
+        "ikictl starts within 3x of python -c pass (ls, no daemon)",
+        "ikictl: ikictl ls --no-autostart (no daemon, exit 3), median",
+        "ratio",
+        lambda x: x <= 3.0,
+        "<= 3x",
+    ),
+    *[
+        Goal(
+            f"a log line scrubbed of key pieces no slower than the old scrubber, {kind}",
+            f"scrub: log-line scrub, {kind}",
+            "ratio",
+            lambda x: x <= 1.05,
+            "<= 1.05x",
+        )
+        for kind in ("turn lines", "error lines")
+    ],
 ]
 
 # the README's table: these rows, in this order (a missing one shows as not measured)
@@ -165,7 +182,7 @@ def _table(rows: list[Row], missing: list[str] | None = None) -> list[str]:
 
 def _goals_table(results: Results) -> list[str]:
     by_name = {r["name"]: r for r in results.get("rows", [])}
-    out = ["| goal (issue 18) | bound | figure | status |", "|---|---|---|---|"]
+    out = ["| goal | bound | figure | status |", "|---|---|---|---|"]
     for g in GOALS:
         figure, status = g.check(by_name.get(g.row))
         out.append(f"| {_cell(g.text)} | {_cell(g.bound)} | {_cell(figure)} | {status} |")
@@ -375,7 +392,13 @@ least possible work (the lean relay of the e2e rows is that floor).
   straight to the provider; the size check before each call; comparison: one
   model call), `bench_mcp.py` (one MCP tool call over stdio through the
   ToolRegistry; comparison: the official SDK's `call_tool` to the same
-  server program, calls interleaved one for one).
+  server program, calls interleaved one for one), `bench_startup.py`
+  (`ikigaid` from spawn to its first answer to `daemon.status` in a fresh
+  IKIGAI_HOME; comparison: `python -c "import sqlalchemy, trio, httpx"`, the
+  floor of importing its stack), `bench_scrub.py` (a log line through the
+  redaction chain and `scrub()` alone, CPU per line; comparison: a copy of
+  the scrubber before it caught pieces cut from the middle of a key, on the
+  same lines, repetitions interleaved).
 """
 
 _TAIL = """\

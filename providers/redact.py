@@ -14,8 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .secrets import REDACTED, generation
-from .secrets import scrub as scrub_secrets
+from .secrets import REDACTED, generation, redact_spans, secret_spans
 
 __all__ = ["REDACTED", "redact", "scrub"]
 
@@ -106,21 +105,57 @@ def _reset_cache() -> None:
 
 
 def _scrub_now(text: str) -> str:
-    text = scrub_secrets(text)
-    text = _JWT.sub(
-        lambda m: f"{m.group('pre')}{REDACTED}", text
-    )  # whole, before a key shape inside it
-    text = _KEY_SHAPES.sub(REDACTED, text)
-    text = _AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
-    text = _URL_PASSWORD.sub(lambda m: f"{m.group('pre')}{REDACTED}", text)
-    text = _NAMED_PASSWORD.sub(_keep_name, text)
-    return _NAMED_TOKEN.sub(_keep_name, text)
+    spans = secret_spans(text)
+    if not spans:  # the common case: each pattern replaces in turn
+        text = _JWT.sub(_after_pre, text)  # whole, before a key shape inside it
+        text = _KEY_SHAPES.sub(REDACTED, text)
+        text = _AUTH_SCHEME.sub(_after_scheme, text)
+        text = _URL_PASSWORD.sub(_after_pre, text)
+        text = _NAMED_PASSWORD.sub(_keep_name, text)
+        return _NAMED_TOKEN.sub(_keep_name, text)
+    # A registered secret is in the text: every pattern reads the text as it
+    # came and all spans are replaced at once, so a key shape whose middle is
+    # a piece of the secret is still redacted whole, not left in two halves.
+    found: list[tuple[int, int]] = [(m.end("pre"), m.end()) for m in _JWT.finditer(text)]
+    found += [m.span() for m in _KEY_SHAPES.finditer(text)]
+    found += [(m.end(2), m.end()) for m in _AUTH_SCHEME.finditer(text)]
+    found += [m.span("value") for m in _URL_PASSWORD.finditer(text)]
+    for pattern in (_NAMED_PASSWORD, _NAMED_TOKEN):
+        found += [m.span("value") for m in pattern.finditer(text) if not _redacted(m)]
+    return redact_spans(text, _union(spans, found) if found else spans)
+
+
+def _after_pre(m: re.Match[str]) -> str:
+    return f"{m.group('pre')}{REDACTED}"
+
+
+def _after_scheme(m: re.Match[str]) -> str:
+    return f"{m.group(1)}{m.group(2)}{REDACTED}"
 
 
 def _keep_name(m: re.Match[str]) -> str:
-    if m.group("value") == REDACTED or m.group("value").startswith("[REDACTED"):
+    if _redacted(m):
         return m.group(0)
     return f"{m.group('name')}{m.group('sep')}{REDACTED}"
+
+
+def _redacted(m: re.Match[str]) -> bool:
+    value = m.group("value")
+    return value == REDACTED or value.startswith("[REDACTED")
+
+
+def _union(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans as disjoint spans in order: those that overlap become one."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(a + b):
+        if start == end:
+            continue
+        if out and start < out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
 
 
 _SENSITIVE_SEEN: dict[str, bool] = {}  # field names recur on every line

@@ -128,8 +128,14 @@ class _Secrets:
         self._pattern = re.compile(f"(?=({_trie_regex(values)}))", re.DOTALL) if values else None
 
     def scrub(self, text: str) -> str:
+        spans = self.spans(text)
+        return redact_spans(text, spans) if spans else text
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where ``text`` holds a secret, a prefix of 8+ or a piece of 12+
+        characters of one: disjoint (start, end) spans, in order."""
         if self._pattern is None:
-            return text
+            return []
         heads = self._heads
         found = any(map(text.__contains__, heads))  # in C: no list for the common case
         # Where the text is sampled for pieces; None when no sample is a gram
@@ -144,7 +150,7 @@ class _Secrets:
             if not grams.isdisjoint([text[p : p + _SAMPLE] for p in firsts]):
                 sampled = firsts
         if not found and sampled is None:
-            return text
+            return []
         spans: list[tuple[int, int]] = []
         if found:
             spans = self._prefixes(text, min(i for i in map(text.find, heads) if i >= 0))
@@ -152,16 +158,7 @@ class _Secrets:
             pieces = self._pieces(text, sampled)
             if pieces:
                 spans = _merge(spans, pieces) if spans else pieces
-        if not spans:
-            return text
-        out: list[str] = []
-        last = 0
-        for start, end in spans:
-            out.append(text[last:start])
-            out.append(REDACTED)
-            last = end
-        out.append(text[last:])
-        return "".join(out)
+        return spans
 
     def _pieces(self, text: str, sampled: Sequence[int]) -> list[tuple[int, int]]:
         """The spans of ``text`` covered by windows of MIN_FRAGMENT characters
@@ -356,6 +353,24 @@ def _forget_secrets() -> None:
     global _current
     with _lock:
         _current = _EMPTY
+
+
+def redact_spans(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``text`` with each of ``spans`` (disjoint, in order) replaced by ``[REDACTED]``."""
+    out: list[str] = []
+    last = 0
+    for start, end in spans:
+        out.append(text[last:start])
+        out.append(REDACTED)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """The spans ``scrub`` replaces: disjoint, in order (for redactors that
+    combine them with spans of their own before replacing anything)."""
+    return _current.spans(text)
 
 
 def scrub(text: str, *also: str | None) -> str:

@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 import providers.redact as log_redact  # noqa: E402
 import providers.secrets as secrets  # noqa: E402
+from providers.secrets import REDACTED  # noqa: E402
 from tests.bench._measure import interleaved, median  # noqa: E402
 
 # ------------------------------------------------------------------ BEFORE: today's scrub, kept to compare
@@ -331,9 +332,34 @@ def strings_of(lines: list[dict[str, Any]]) -> list[str]:
 SCRUBS: dict[str, Callable[..., str]] = {"ours": secrets.scrub, "before": BEFORE_scrub}
 
 
-def redact_all(scrub: Callable[..., str], lines: list[dict[str, Any]]) -> float:
+def _BEFORE_keep_name(m: re.Match[str]) -> str:
+    if m.group("value") == REDACTED or m.group("value").startswith("[REDACTED"):
+        return m.group(0)
+    return f"{m.group('name')}{m.group('sep')}{REDACTED}"
+
+
+def BEFORE_scrub_now(text: str) -> str:
+    """The redaction chain of one text before: the old scrub, then each
+    pattern replacing in turn (the same patterns as ours)."""
+    r = log_redact
+    text = BEFORE_scrub(text)
+    text = r._JWT.sub(lambda m: f"{m.group('pre')}{REDACTED}", text)
+    text = r._KEY_SHAPES.sub(REDACTED, text)
+    text = r._AUTH_SCHEME.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    text = r._URL_PASSWORD.sub(lambda m: f"{m.group('pre')}{REDACTED}", text)
+    text = r._NAMED_PASSWORD.sub(_BEFORE_keep_name, text)
+    return r._NAMED_TOKEN.sub(_BEFORE_keep_name, text)
+
+
+CHAINS: dict[str, Callable[[str], str]] = {
+    "ours": log_redact._scrub_now,
+    "before": BEFORE_scrub_now,
+}
+
+
+def redact_all(chain: Callable[[str], str], lines: list[dict[str, Any]]) -> float:
     """µs per line to redact every line once, the log's cache emptied first."""
-    log_redact.scrub_secrets = scrub
+    log_redact._scrub_now = chain
     log_redact._reset_cache()
     redact = log_redact.redact
     t0 = time.thread_time()
@@ -353,8 +379,8 @@ def scrub_all(scrub: Callable[..., str], lines: list[dict[str, Any]], texts: lis
 def same_output(lines: list[dict[str, Any]]) -> None:
     """Both sides redact these lines alike (no key is in them): the same work is timed."""
     outs = []
-    for scrub in SCRUBS.values():
-        log_redact.scrub_secrets = scrub
+    for chain in CHAINS.values():
+        log_redact._scrub_now = chain
         log_redact._reset_cache()
         outs.append([log_redact.redact(line) for line in lines])
     if outs[0] != outs[1]:
@@ -377,13 +403,13 @@ def main() -> int:
         secrets.register_secret(key)
         BEFORE_register_secret(key)
     kinds = {"turn lines": turn_lines(rng, args.lines), "error lines": error_lines(rng, args.lines)}
-    original = log_redact.scrub_secrets
+    original = log_redact._scrub_now
     rows: list[dict[str, Any]] = []
     try:
         for kind, lines in kinds.items():
             same_output(lines)
             got = interleaved(
-                args.reps, {n: (lambda s=s, ls=lines: redact_all(s, ls)) for n, s in SCRUBS.items()}
+                args.reps, {n: (lambda s=s, ls=lines: redact_all(s, ls)) for n, s in CHAINS.items()}
             )
             rows.append(_row(f"log-line scrub, {kind}", got, args))
         for kind, lines in kinds.items():
@@ -397,7 +423,7 @@ def main() -> int:
             )
             rows.append(_row(f"scrub() alone, {kind}", got, args))
     finally:
-        log_redact.scrub_secrets = original
+        log_redact._scrub_now = original
         log_redact._reset_cache()
     print(f"{'benchmark':<32} {'ours':>8} {'before':>8} {'ratio':>7}")
     for r in rows:

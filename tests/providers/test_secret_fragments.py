@@ -197,3 +197,19 @@ def test_pieces_are_found_in_linear_time_on_hostile_text(unit: str) -> None:
     with wall_clock(5):
         out = scrub(text)
     assert not fragments(out, ANT) and "x" * MIN_FRAGMENT not in out and "ab-ab-ab-ab-" not in out
+
+
+# ------------------------------------------------------------ with the key shapes
+
+
+def test_a_key_shape_holding_a_piece_of_a_secret_goes_whole() -> None:
+    # the redactor replaces its patterns' spans and the secrets' at once: a
+    # piece replaced first must not cut a key shape into two visible halves
+    from providers.redact import redact
+
+    register_secret("sk-ant-test-SECRET-0123456789abcdef")
+    other = "xai-0123456789abcdefghijKLMN"  # a piece of 16 of the secret inside
+    assert redact(f"provider said: invalid key {other}") == f"provider said: invalid key {REDACTED}"
+    assert redact(f"Bearer {other}!") == f"Bearer {REDACTED}!"
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.0123456789abcdefghij"
+    assert redact(f"token {jwt} end") == f"token {REDACTED} end"

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from .ratelimits import OnLimits, RateLimits
 from .types import ProviderError, Request, Response, StreamEvent
 
 
@@ -57,6 +58,14 @@ class Codec(Protocol):
         self, status: int, body: bytes, headers: Mapping[str, str]
     ) -> ProviderError: ...
 
+    def decode_limits(
+        self, headers: Mapping[str, str], body: bytes, *, now: float
+    ) -> RateLimits | None:
+        """The rate-limit facts of an answer (any status): its headers, and for an
+        error its body (b"" otherwise). ``now``: time.time() when the head came,
+        for resets given as dates. None: the answer said nothing about limits."""
+        ...
+
 
 @runtime_checkable
 class TokenCounter(Protocol):
@@ -72,7 +81,9 @@ class Provider(Protocol):
 
     name: str
 
-    def stream(self, request: Request) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+    def stream(
+        self, request: Request, *, on_limits: OnLimits | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
         """``async with provider.stream(req) as events: async for ev in events``.
 
         Failures never raise: they arrive as a final ErrorEvent. Leaving the
@@ -80,13 +91,22 @@ class Provider(Protocol):
         a response read to its end leaves its connection to the next call.
         The read timeout's deadline encloses the block: after a timeout's
         ErrorEvent, leave it (a checkpoint in it is cancelled, and absorbed).
+
+        ``on_limits``: called once with the answer's rate-limit facts
+        (providers.ratelimits), if it had any: for a success before the block
+        is entered, for an HTTP error before its ErrorEvent (whose error
+        carries them too). Not called when no answer came. It must not raise
+        or block: it runs inside the exchange.
         """
         ...
 
-    async def complete(self, request: Request) -> Response:
-        """Non-streaming call; raises ProviderFailure."""
+    async def complete(self, request: Request, *, on_limits: OnLimits | None = None) -> Response:
+        """Non-streaming call; raises ProviderFailure (an HTTP error's carries
+        the rate limits, as ``on_limits`` gets them: see ``stream``)."""
         ...
 
-    async def count_tokens(self, request: Request) -> int: ...
+    async def count_tokens(self, request: Request, *, on_limits: OnLimits | None = None) -> int:
+        """The input tokens of ``request``; ``on_limits`` as for ``complete``."""
+        ...
 
     async def aclose(self) -> None: ...

@@ -18,10 +18,17 @@ that pays per read, not per layer); complete and count_tokens stay on httpx.
 A redirect the client did not follow (any 3xx but a same-origin 307/308) ends
 the stream with an invalid_request error naming the new address: API keys do
 not travel to another origin.
+
+Each answer's rate-limit facts (the codec's ``decode_limits``) go to the
+caller's ``on_limits`` as soon as they are known (a success: at its head; an
+error: with its body, which Gemini's are in) and ride on every error the codec
+decodes from that answer (``ProviderError.rate_limits``). The event stream is
+unchanged.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -34,6 +41,7 @@ from .accumulate import events_of
 from .base import Codec, HttpRequest, TokenCounter
 from .errors import transport_error
 from .h1 import H1Response, StreamClient, TransportError
+from .ratelimits import OnLimits, RateLimits
 from .secrets import scrub
 from .settings import ProviderSettings
 from .types import (
@@ -144,6 +152,12 @@ def _error_object(body: bytes) -> bool:
     return isinstance(data, dict) and (data.get("error") is not None or data.get("type") == "error")
 
 
+def _with_limits(error: ProviderError, limits: RateLimits | None) -> ProviderError:
+    if limits is None or error.rate_limits is not None:
+        return error
+    return msgspec.structs.replace(error, rate_limits=limits)
+
+
 class HttpProvider:
     """A Provider made of a Codec, an httpx.AsyncClient for whole calls and a
     StreamClient for streamed ones (each shared, or owned and closed by aclose)."""
@@ -190,8 +204,19 @@ class HttpProvider:
             "timeout": _timeout(self.settings),
         }
 
+    def _limits(
+        self, headers: Mapping[str, str], body: bytes, now: float, on_limits: OnLimits | None
+    ) -> RateLimits | None:
+        """The answer's rate-limit facts, handed to ``on_limits`` when there are any."""
+        limits = self.codec.decode_limits(headers, body, now=now)
+        if limits is not None and on_limits is not None:
+            on_limits(limits)
+        return limits
+
     @asynccontextmanager
-    async def stream(self, request: Request) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+    async def stream(
+        self, request: Request, *, on_limits: OnLimits | None = None
+    ) -> AsyncIterator[AsyncIterator[StreamEvent]]:
         try:
             http_req = self.codec.encode(request, stream=True)
         except ProviderFailure as failure:
@@ -207,18 +232,22 @@ class HttpProvider:
                 connect_timeout=self.settings.connect_timeout,
                 read_timeout=self.settings.read_timeout,
             ) as response:
+                now = time.time()
+                limits = None
+                if response.status < 300:  # an error's are read with its body
+                    limits = self._limits(response.headers, b"", now, on_limits)
                 # the deadline's scope encloses this body: a consumer's exception
                 # (a Cancelled from that scope included) must reach its exit
-                yield self._events(request, response, what)
+                yield self._events(request, response, what, limits, now, on_limits)
                 return
         except TransportError as exc:  # before the head (after it, _events reports)
             error = self._scrub(_stream_failure(exc, self.name, what))
         yield _one(ErrorEvent(error=error))
 
-    def _event(self, event: StreamEvent) -> StreamEvent:
-        return (
-            ErrorEvent(error=self._scrub(event.error)) if isinstance(event, ErrorEvent) else event
-        )
+    def _event(self, event: StreamEvent, limits: RateLimits | None) -> StreamEvent:
+        if isinstance(event, ErrorEvent):
+            return ErrorEvent(error=self._scrub(_with_limits(event.error, limits)))
+        return event
 
     def _redirect(self, response: H1Response) -> ProviderError:
         location = response.headers.get("location", "")
@@ -235,7 +264,13 @@ class HttpProvider:
         )
 
     async def _events(
-        self, request: Request, response: H1Response, what: str
+        self,
+        request: Request,
+        response: H1Response,
+        what: str,
+        limits: RateLimits | None,
+        now: float,
+        on_limits: OnLimits | None,
     ) -> AsyncIterator[StreamEvent]:
         ended = False
         try:
@@ -245,11 +280,9 @@ class HttpProvider:
                 return
             if response.status >= 400:
                 body = await response.read(_ERROR_BODY)
-                yield ErrorEvent(
-                    error=self._scrub(
-                        self.codec.decode_error(response.status, body, response.headers)
-                    )
-                )
+                error = self.codec.decode_error(response.status, body, response.headers)
+                limits = self._limits(response.headers, body, now, on_limits)
+                yield ErrorEvent(error=self._scrub(_with_limits(error, limits)))
                 return
             buf = bytearray()
             if "event-stream" in content_type:
@@ -268,7 +301,7 @@ class HttpProvider:
                     if kind == "other" and len(buf) >= 4 * _SHOWN:
                         break
                 if kind == "json":
-                    for event in self._whole_body(request, bytes(buf), response.headers):
+                    for event in self._whole_body(request, bytes(buf), response.headers, limits):
                         yield event
                 else:
                     yield ErrorEvent(error=self._unexpected(content_type, bytes(buf[: 4 * _SHOWN])))
@@ -278,31 +311,36 @@ class HttpProvider:
                 events = decoder.feed(bytes(buf))
                 ended = bool(events) and isinstance(events[-1], _ENDS)
                 for event in events:
-                    yield self._event(event)
+                    yield self._event(event, limits)
             async for chunk in response:
                 events = decoder.feed(chunk)
                 if events:
                     # checked per read, not per event: an end is a read's last event
                     ended = isinstance(events[-1], _ENDS)
                     for event in events:
-                        yield self._event(event)
+                        yield self._event(event, limits)
             for event in decoder.close():
-                yield self._event(event)
+                yield self._event(event, limits)
         except TransportError as exc:
             if not ended:  # a cut after the final event leaves a whole answer: one end only
                 yield ErrorEvent(error=self._scrub(_stream_failure(exc, self.name, what)))
 
     def _whole_body(
-        self, request: Request, body: bytes, headers: Mapping[str, str]
+        self,
+        request: Request,
+        body: bytes,
+        headers: Mapping[str, str],
+        limits: RateLimits | None,
     ) -> list[StreamEvent]:
         """A 200 whose body is the whole JSON answer: the events a stream would have sent."""
         if _error_object(body):
-            return [ErrorEvent(error=self._scrub(self.codec.decode_error(200, body, headers)))]
+            error = _with_limits(self.codec.decode_error(200, body, headers), limits)
+            return [ErrorEvent(error=self._scrub(error))]
         try:
             response = self.codec.decode_response(body, request)
         except ProviderFailure as failure:
-            return [ErrorEvent(error=self._scrub(failure.error))]
-        return events_of(response)
+            return [ErrorEvent(error=self._scrub(_with_limits(failure.error, limits)))]
+        return [self._event(event, limits) for event in events_of(response)]
 
     def _unexpected(self, content_type: str, head: bytes) -> ProviderError:
         text = " ".join(scrub(head.decode("utf-8", "replace"), self.settings.api_key).split())
@@ -319,14 +357,16 @@ class HttpProvider:
             provider=self.name,
         )
 
-    async def complete(self, request: Request) -> Response:
+    async def complete(self, request: Request, *, on_limits: OnLimits | None = None) -> Response:
+        limits = None
         try:
             http_req = self.codec.encode(request, stream=False)
-            return self.codec.decode_response(await self._call(http_req), request)
+            body, limits = await self._call(http_req, on_limits)
+            return self.codec.decode_response(body, request)
         except ProviderFailure as failure:
-            raise ProviderFailure(self._scrub(failure.error)) from None
+            raise ProviderFailure(self._scrub(_with_limits(failure.error, limits))) from None
 
-    async def count_tokens(self, request: Request) -> int:
+    async def count_tokens(self, request: Request, *, on_limits: OnLimits | None = None) -> int:
         if not isinstance(self.codec, TokenCounter):
             raise ProviderFailure(
                 ProviderError(
@@ -335,27 +375,31 @@ class HttpProvider:
                     provider=self.name,
                 )
             )
+        limits = None
         try:
-            body = await self._call(self.codec.encode_count_tokens(request))
+            body, limits = await self._call(self.codec.encode_count_tokens(request), on_limits)
             return self.codec.decode_count_tokens(body)
         except ProviderFailure as failure:
-            raise ProviderFailure(self._scrub(failure.error)) from None
+            raise ProviderFailure(self._scrub(_with_limits(failure.error, limits))) from None
 
-    async def _call(self, http_req: HttpRequest) -> bytes:
+    async def _call(
+        self, http_req: HttpRequest, on_limits: OnLimits | None
+    ) -> tuple[bytes, RateLimits | None]:
+        """The body of a successful answer and its rate limits; raise ProviderFailure."""
         what = f"{http_req.method} {http_req.url.split('?', 1)[0]}"
         try:
             response = await self._client.request(**self._send_args(http_req))
         except httpx.HTTPError as exc:
             raise ProviderFailure(self._transport_failure(exc, what)) from None
+        # a whole answer's head comes when it is ready: with the body, near enough
+        now = time.time()
         if response.status_code >= 400:
-            raise ProviderFailure(
-                self._scrub(
-                    self.codec.decode_error(
-                        response.status_code, response.content, response.headers
-                    )
-                )
+            error = self.codec.decode_error(
+                response.status_code, response.content, response.headers
             )
-        return response.content
+            limits = self._limits(response.headers, response.content, now, on_limits)
+            raise ProviderFailure(self._scrub(_with_limits(error, limits)))
+        return response.content, self._limits(response.headers, b"", now, on_limits)
 
     async def aclose(self) -> None:
         if self._own_streamer:

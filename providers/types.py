@@ -29,6 +29,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from .ratelimits import Allowance, RateLimits
+
 ThinkingLevel = Literal["none", "low", "med", "high"]
 THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("none", "low", "med", "high")
 
@@ -234,6 +236,9 @@ class ProviderError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tru
     retry_after: float | None = None  # seconds
     retryable: bool = False
     provider: str | None = None
+    # the rate-limit facts of the HTTP answer that failed (a 429 or 529 above
+    # all), when it had any: providers.ratelimits
+    rate_limits: RateLimits | None = None
 
     def __str__(self) -> str:
         where = f"{self.provider} " if self.provider else ""
@@ -430,6 +435,7 @@ __all__ = [
     "MAX_TOOL_IMAGE_BASE64",
     "RETRYABLE_CATEGORIES",
     "THINKING_LEVELS",
+    "Allowance",
     "Block",
     "DoneEvent",
     "ErrorCategory",
@@ -439,6 +445,7 @@ __all__ = [
     "Message",
     "ProviderError",
     "ProviderFailure",
+    "RateLimits",
     "Request",
     "Response",
     "Role",

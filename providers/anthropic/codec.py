@@ -13,6 +13,7 @@ import msgspec
 from ..base import HttpRequest
 from ..catalog import Catalog, ModelEntry, default_catalog
 from ..errors import error_from_http
+from ..ratelimits import RateLimits, anthropic_limits
 from ..secrets import scrub
 from ..settings import ProviderSettings
 from ..types import (
@@ -172,6 +173,11 @@ class AnthropicCodec:
             provider=self.provider,
             provider_data=data or None,
         )
+
+    def decode_limits(
+        self, headers: Mapping[str, str], body: bytes, *, now: float
+    ) -> RateLimits | None:
+        return anthropic_limits(headers, now=now)
 
     def decode_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
         error = error_from_http(status, body, headers, provider=self.provider)

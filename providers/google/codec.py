@@ -62,6 +62,7 @@ import msgspec
 from ..accumulate import collect
 from ..base import HttpRequest
 from ..catalog import Catalog, ModelEntry, default_catalog
+from ..ratelimits import RateLimits, google_limits
 from ..settings import ProviderSettings
 from ..thinking import ThinkingMapping, map_thinking
 from ..types import (
@@ -243,6 +244,11 @@ class GeminiCodec:
             if isinstance(event, ErrorEvent):
                 raise ProviderFailure(event.error)
         return collect(events, provider=self.provider)
+
+    def decode_limits(
+        self, headers: Mapping[str, str], body: bytes, *, now: float
+    ) -> RateLimits | None:
+        return google_limits(headers, body, now=now)
 
     def decode_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
         return http_error(

@@ -19,6 +19,7 @@ import msgspec
 from ..base import HttpRequest
 from ..catalog import Catalog, default_catalog
 from ..errors import classify, error_from_http, provider_error
+from ..ratelimits import RateLimits, openai_limits
 from ..settings import ProviderSettings
 from ..thinking import ThinkingMapping, map_thinking
 from ..types import (
@@ -284,6 +285,11 @@ class OpenAICodec(ABC):
         ):
             raise ProviderFailure(stream_error(self.provider, data["error"]))
         return data
+
+    def decode_limits(
+        self, headers: Mapping[str, str], body: bytes, *, now: float
+    ) -> RateLimits | None:
+        return openai_limits(headers, now=now)
 
     def decode_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
         error = error_from_http(status, body, headers, provider=self.provider)

@@ -114,6 +114,9 @@ class Reply:
     chunk_size: int | None = None  # bytes per write; None: one write per event
     delay: float = 0.0  # seconds before each write
     fault: Fault | None = None
+    # extra response headers (rate limits...), sent with the answer or with its
+    # HttpError fault (whose own headers win); a wire's own headers are overridden
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def finish_reason(self) -> str:

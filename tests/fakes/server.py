@@ -250,7 +250,7 @@ class FakeProvider:
                     body = json.dumps(body).encode()
                 if body is None:
                     body = wire.render_error(fault, request)
-                headers = {**_wire_headers(wire, reply, request), **fault.headers}
+                headers = {**_wire_headers(wire, reply, request), **reply.headers, **fault.headers}
                 await self._simple(stream, conn, fault.status, body, headers=headers)
                 return
             streaming = reply.stream if reply.stream is not None else wire.wants_stream(request)
@@ -266,7 +266,7 @@ class FakeProvider:
             return
         if isinstance(fault, Malformed) and streaming:
             events.insert(min(fault.before_event, len(events)), fault.garbage)
-        extra = _wire_headers(wire, reply, request)
+        extra = {**_wire_headers(wire, reply, request), **reply.headers}
         await self._stream_body(stream, conn, reply, events, content_type, streaming, extra)
 
     async def _stream_body(

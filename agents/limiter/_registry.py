@@ -1,0 +1,52 @@
+"""Every limiter of the daemon, one per provider and key.
+
+Keyed by (provider, key id), never by the secret: a registry is printed by
+``ikictl top`` and may be logged. ``key_id`` turns a secret into a short
+hash; the name of the variable the key came from does as well.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+from ._config import LimiterConfig
+from ._limiter import LimiterSnapshot, ProviderLimiter
+
+
+def key_id(secret: str | None) -> str:
+    """A short stable name for an API key: 12 hex digits of its SHA-256 (48
+    bits: no two keys of one daemon collide, and nothing of the key is
+    learned from it). "" for no key (a local server)."""
+    if not secret:
+        return ""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()[:12]
+
+
+class Limiters:
+    def __init__(self, configs: Mapping[str, LimiterConfig] | None = None):
+        self._configs: dict[str, LimiterConfig] = dict(configs or {})
+        self._limiters: dict[tuple[str, str], ProviderLimiter] = {}
+
+    def get(self, provider: str, key: str = "") -> ProviderLimiter:
+        """The limiter of ``provider`` with the key named ``key`` (a
+        ``key_id`` or a variable name), made on first use."""
+        limiter = self._limiters.get((provider, key))
+        if limiter is None:
+            config = self._configs.get(provider)
+            limiter = self._limiters[provider, key] = ProviderLimiter(provider, key, config)
+        return limiter
+
+    def configure(self, provider: str, config: LimiterConfig | None) -> None:
+        """New limits for ``provider`` (config reload), applied to its live
+        limiters too; None goes back to the defaults."""
+        if config is None:
+            self._configs.pop(provider, None)
+        else:
+            self._configs[provider] = config
+        for (name, _), limiter in self._limiters.items():
+            if name == provider:
+                limiter.configure(config or LimiterConfig())
+
+    def snapshot(self) -> list[LimiterSnapshot]:
+        return [self._limiters[k].snapshot() for k in sorted(self._limiters)]

@@ -21,7 +21,7 @@ from sqlalchemy import exc
 
 from providers.catalog import Catalog, default_catalog
 
-from . import _replay, migrate
+from . import _head, _replay
 from ._engine import (
     Synchronous,
     display_url,
@@ -97,9 +97,16 @@ class StoreBase:
         self._ranges: dict[str, tuple[_replay.Range, ...]] = {}
         try:
             ping(self._engine)
-            self.revision: str | None = (
-                migrate.upgrade(self._engine) if upgrade else migrate.ensure_current(self._engine)
-            )
+            # alembic costs more to import than SQLAlchemy: only when the schema needs it
+            self.revision: str | None = _head.at_head(self._engine)
+            if self.revision is None:
+                from . import migrate
+
+                self.revision = (
+                    migrate.upgrade(self._engine)
+                    if upgrade
+                    else migrate.ensure_current(self._engine)
+                )
         except BaseException:
             self._engine.dispose()
             raise

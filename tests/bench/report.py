@@ -393,8 +393,8 @@ least possible work (the lean relay of the e2e rows is that floor).
   model call), `bench_mcp.py` (one MCP tool call over stdio through the
   ToolRegistry; comparison: the official SDK's `call_tool` to the same
   server program, calls interleaved one for one), `bench_startup.py`
-  (`ikigaid` from spawn to its first answer to `daemon.status` in a fresh
-  IKIGAI_HOME; comparison: `python -c "import sqlalchemy, trio, httpx"`, the
+  (`ikigaid` from spawn to its first answer to `daemon.status`, in a fresh
+  IKIGAI_HOME and restarted on a database at the newest schema; comparison: `python -c "import sqlalchemy, trio, httpx"`, the
   floor of importing its stack), `bench_scrub.py` (a log line through the
   redaction chain and `scrub()` alone, CPU per line; comparison: a copy of
   the scrubber before it caught pieces cut from the middle of a key, on the

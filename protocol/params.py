@@ -1,6 +1,6 @@
 """Params of every control method, as msgspec Structs: the daemon decodes each
 request's params into its Struct, and a mismatch becomes -32602 naming the
-field. Clients need not import this (see protocol/protocol.py)."""
+field. Clients need not import this (see protocol/__init__.py)."""
 
 from __future__ import annotations
 

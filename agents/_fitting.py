@@ -6,6 +6,7 @@ A mixin of Turn (turn.py), which holds the state these methods use."""
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -16,6 +17,7 @@ from ._mcp_select import effective
 from .compaction import window_from_error
 from .compactor import Compactor, CompactOutcome, Reason, budget_of
 from .events import CompactionFailed, Notice
+from .limited import Passage, passage
 
 if TYPE_CHECKING:
     from providers.types import Message, Usage
@@ -36,6 +38,27 @@ class FittingSteps:
     _recovered: bool
     _tools: ToolRegistry
     _offered: list[int]
+    priority: str
+
+    def _passage(
+        self, provider: str, request: Request, *, count: bool = False
+    ) -> AbstractAsyncContextManager[Passage]:
+        """This turn's place in ``provider``'s limiter for ``request``: its
+        input as the meter estimates it and its output cap; a token count
+        (``count``) is one request and no tokens (counting spends none)."""
+        host, pool = self.host, self.deps.pool
+        meter = host.meter
+        ratio = meter.ratio.get(provider) or pool.token_ratio.get(provider, 1.0)
+        return passage(
+            host,
+            pool.limiter(provider),
+            provider=provider,
+            tree=host.tree,
+            priority=self.priority,
+            input_tokens=0 if count else int(meter.raw(request) * ratio) + 1,
+            max_output_tokens=0 if count else request.max_output_tokens,
+            turn=self.id,
+        )
 
     def _request(
         self, model: str, provider: str, level: ThinkingLevel, history: list[Message]
@@ -90,8 +113,12 @@ class FittingSteps:
         """The provider's own count of the request (Anthropic, Gemini), near the limit."""
         meter = self.host.meter
         try:
-            with trio.fail_after(30):
-                exact = await self.deps.pool.get(provider, model).count_tokens(request)
+            # the counting endpoint's rate headers are its own limits, not the
+            # messages' the limiter paces: not learned from. The 30 s are the
+            # count's own: the wait for the key is not in them
+            async with self._passage(provider, request, count=True):
+                with trio.fail_after(30):
+                    exact = await self.deps.pool.get(provider, model).count_tokens(request)
         except ProviderFailure as failure:
             if failure.error.category == "invalid_request":
                 meter.exact_unavailable.add(provider)  # no counting endpoint: don't ask again
@@ -102,7 +129,7 @@ class FittingSteps:
         return exact
 
     async def _compact(self, reason: Reason, provider: str, model: str) -> CompactOutcome:
-        outcome = await Compactor(self.host, self.deps, self.id).compact(
+        outcome = await Compactor(self.host, self.deps, self.id, priority=self.priority).compact(
             reason=reason, provider=provider, model=model, first_row=self.first_row
         )
         if outcome.usage.total_tokens:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from store import StoreError
+from store import Budget, StoreError
 
 from .errors import AgentError
 from .tools import AgentOpError
@@ -32,10 +32,21 @@ class SupervisorOps:
         self.sup = sup
 
     async def fork(
-        self, parent: str, *, prompt: str | None, model: str | None, name: str | None
+        self,
+        parent: str,
+        *,
+        prompt: str | None,
+        model: str | None,
+        name: str | None,
+        budget: dict[str, Any] | None = None,
     ) -> str:
         with _refused():
-            child, _, _ = await self.sup.fork(parent, model=model, name=name, prompt=prompt)
+            # the model's budget: refused (InvalidBudget, BudgetRefused) as a tool error
+            limits = None if budget is None else Budget(**budget)
+            # started by a model, not a person: background unless its tree says otherwise
+            child, _, _ = await self.sup.fork(
+                parent, model=model, name=name, prompt=prompt, origin="background", budget=limits
+            )
         return child.uuid
 
     async def kill(self, caller: str, target: str) -> list[str]:

@@ -43,6 +43,9 @@ class _Prompt:
     text: str
     queue_id: int | None  # its prompt_queue row (None: not stored, tests only)
     resume_from: int | None = None  # a turn left waiting for approval: its first row
+    # who started it: a person (interactive) or agents and mail (background);
+    # its model calls' place in the provider limiter unless the agent has its own
+    priority: str = "interactive"
 
 
 @dataclass
@@ -87,6 +90,11 @@ class Actor:
         self.policy: list[str] | None = parse_chain(record.policy)
         # the MCP servers it may use; None: those marked default in config
         self.mcp: list[str] | None = mcp_select.parse(getattr(record, "mcp", None))
+        # its root ancestor (the supervisor sets it): the limiter is fair across trees
+        self.tree: str = record.uuid
+        # its own priority for every model call (agent.set_priority, inherited
+        # by forks); None: each turn's, by who started it
+        self.priority: str | None = getattr(record, "priority", None)
         self.log = EventLog(self.uuid, keep=cfg.event_keep, buffer=cfg.subscriber_buffer)
         self.state: AgentState = "idle"
         self._running: Turn | None = None
@@ -147,14 +155,17 @@ class Actor:
     def new_turn_id(self) -> str:
         return f"{self.uuid[-8:]}-{uuidlib.uuid4().hex[:8]}"
 
-    async def submit(self, text: str, *, mail_ids: list[int] | None = None) -> tuple[str, int]:
+    async def submit(
+        self, text: str, *, mail_ids: list[int] | None = None, priority: str = "interactive"
+    ) -> tuple[str, int]:
         """Queue a prompt, committed to the store before this returns (with
         ``mail_ids``, that mail is marked read in the same transaction).
+        ``priority``: who is waiting for it (see _Prompt).
         Returns (turn id, position): 0 starts now, N waits behind N."""
         turn = self.new_turn_id()
         async with self._submit_lock:
             queued = await self.deps.db.enqueue_prompt(self.uuid, turn, text, mail_ids=mail_ids)
-            self.restore_prompt(turn, text, queued.id)
+            self.restore_prompt(turn, text, queued.id, priority=priority)
         position = self.queued - 1 + (1 if self.current_turn is not None else 0)
         if position:
             self.publish(Queued(turn=turn, position=position), turn)
@@ -167,9 +178,12 @@ class Actor:
         self._queue.appendleft(_Prompt(turn=turn, text=text, queue_id=None, resume_from=first_row))
         self._wake.set()
 
-    def restore_prompt(self, turn: str, text: str, queue_id: int | None) -> None:
-        """Queue a prompt already stored (on restore, in the store's order)."""
-        self._queue.append(_Prompt(turn=turn, text=text, queue_id=queue_id))
+    def restore_prompt(
+        self, turn: str, text: str, queue_id: int | None, *, priority: str = "background"
+    ) -> None:
+        """Queue a prompt already stored (on restore, in the store's order:
+        nobody's call waits on it any more, so background by default)."""
+        self._queue.append(_Prompt(turn=turn, text=text, queue_id=queue_id, priority=priority))
         self._wake.set()
 
     def knows_turn(self, turn: str) -> bool:
@@ -269,7 +283,9 @@ class Actor:
             lines.append(f"[mail from {sender}]\n{m.body}")
         # read and queued in one transaction: a crash in between loses nothing
         try:
-            await self.submit("\n\n".join(lines), mail_ids=[m.id for m in mail])
+            await self.submit(
+                "\n\n".join(lines), mail_ids=[m.id for m in mail], priority="background"
+            )
         except InvalidEntry:
             # a wait took some of it meanwhile: the flag is still up, read again
             await trio.sleep(0.05)
@@ -321,7 +337,9 @@ class Actor:
 
     async def _compact(self, cmd: _Compact) -> None:
         try:
-            cmd.outcome = await Compactor(self, self.deps).compact(
+            # asked for by a person (agent.compact)
+            compactor = Compactor(self, self.deps, priority=self.priority or "interactive")
+            cmd.outcome = await compactor.compact(
                 reason="manual", keep_turns=cmd.keep_turns
             )
         except Exception as exc:  # a bug here must not end the agent
@@ -334,7 +352,15 @@ class Actor:
             cmd.done.set()
 
     async def _turn(self, cmd: _Prompt) -> None:
-        turn = Turn(self, self.deps, cmd.turn, cmd.text, cmd.queue_id, resume_from=cmd.resume_from)
+        turn = Turn(
+            self,
+            self.deps,
+            cmd.turn,
+            cmd.text,
+            cmd.queue_id,
+            resume_from=cmd.resume_from,
+            priority=self.priority or cmd.priority,
+        )
         self._running = turn
         try:
             result = await turn.run()

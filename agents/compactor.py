@@ -24,10 +24,13 @@ from providers.types import Message, ProviderError, Request, Response, TextBlock
 from store import SUMMARY_PREFIX
 
 from . import compaction
+from .budget import over_budget
 from .compaction import Budget
 from .deps import ActorDeps
 from .events import AgentEvent, AgentState, CompactionDone, CompactionFailed, CompactionStarted
+from .limited import passage
 from .meter import ContextMeter
+from .pricing import price
 
 log = structlog.get_logger("ikigai.agents")
 
@@ -41,6 +44,8 @@ class CompactHost(Protocol):
     model: str
     system_prompt: str
     meter: ContextMeter
+    tree: str  # its root ancestor's uuid (the limiter's fairness)
+    state: AgentState
 
     def publish(self, event: AgentEvent, turn: str | None = None) -> None: ...
     def set_state(self, state: AgentState) -> None: ...
@@ -83,30 +88,19 @@ def budget_of(
     )
 
 
-def price(
-    catalog: Catalog, provider: str, reported: str, requested: str | None, usage: Usage
-) -> float | None:
-    """The one pricing rule (docs/configuration.md "Usage and cost", as
-    store/_usage.py): the reported model's price if the catalog knows it,
-    else the requested model's, else unknown (None, never 0)."""
-    entry = catalog.lookup(provider, reported) if reported else None
-    if entry is None and requested:
-        entry = catalog.lookup(provider, requested)
-    if entry is None or entry.prices is None:
-        return None
-    return entry.prices.cost(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cached_tokens=usage.cached_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-    )
-
-
 class Compactor:
-    def __init__(self, host: CompactHost, deps: ActorDeps, turn: str | None = None) -> None:
+    def __init__(
+        self,
+        host: CompactHost,
+        deps: ActorDeps,
+        turn: str | None = None,
+        *,
+        priority: str = "interactive",
+    ) -> None:
         self.host = host
         self.deps = deps
         self.turn = turn
+        self.priority = priority  # its summary calls' place in the provider limiter
 
     def _fixed(self, provider: str) -> int:
         """Raw estimate of the system prompt and tool definitions."""
@@ -299,6 +293,19 @@ class Compactor:
             request = compaction.summary_request(
                 model, text, previous=previous, max_output_tokens=cap
             )
+            meter = self.host.meter
+            why = await over_budget(
+                self.deps,
+                self.host.uuid,
+                provider=provider,
+                model=model,
+                input_tokens=meter.scale(provider, meter.raw(request)),
+                max_output_tokens=request.max_output_tokens,
+                counted=True,  # a compaction is part of a turn, or of none
+            )
+            if why is not None:  # not made: it could cross a budget
+                out.message = f"budget exceeded: {why}"
+                return out
             response, error = await self._call(provider, model, request)
             if response is None:
                 out.error = error
@@ -322,9 +329,24 @@ class Compactor:
         error: ProviderError | None = None
         for attempt in range(1, _SUMMARY_ATTEMPTS + 1):
             acc = Accumulator(provider=provider)
-            async with deps.pool.get(provider, model).stream(request) as events:
-                async for event in events:
-                    acc.feed(event)
+            host, meter = self.host, self.host.meter
+            async with passage(
+                host,
+                deps.pool.limiter(provider),
+                provider=provider,
+                tree=host.tree,
+                priority=self.priority,
+                input_tokens=meter.scale(provider, meter.raw(request)),
+                max_output_tokens=request.max_output_tokens,
+                turn=self.turn,
+            ) as slot:
+                async with deps.pool.get(provider, model).stream(
+                    request, on_limits=slot.learn
+                ) as events:
+                    async for event in events:
+                        acc.feed(event)
+                if acc.finish_reason is not None:
+                    slot.done(acc.usage)
             if acc.error is None and acc.finish_reason is not None:
                 return acc.response(), None
             error = acc.error or transport_error(
@@ -333,7 +355,8 @@ class Compactor:
             delay = deps.config.retry.delay(error, attempt)
             if delay is None or attempt == _SUMMARY_ATTEMPTS:
                 break
-            await trio.sleep(delay)
+            if not slot.wall(error, delay):  # paused: the retry waits in the key's queue
+                await trio.sleep(delay)
         return None, error
 
 

@@ -9,12 +9,14 @@ provider and run an actor with no supervisor at all.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from providers.modelspec import ResolvedModel
 from providers.types import ThinkingLevel
+from store import Budget
 
 from .permissions import Permissions
 from .pool import ProviderPool
@@ -24,6 +26,16 @@ from .tools import AgentOps, ToolRegistry
 
 if TYPE_CHECKING:  # imported by the daemon when servers are configured
     from .tools.mcp import McpHub
+
+
+@dataclass(frozen=True)
+class DailyLimits:
+    """The configured budgets (daemon config ``budget`` and
+    ``providers.NAME.daily_budget_usd``), checked by agents/budget.py."""
+
+    daemon_usd: float | None = None  # every agent's calls, per UTC day
+    provider_usd: Mapping[str, float] = field(default_factory=dict)  # per provider, per UTC day
+    root: Budget | None = None  # given to each new root agent created without one
 
 
 @dataclass
@@ -44,6 +56,7 @@ class AgentConfig:
     compact_at: float = 0.8
     summary_model: str | None = None
     tool_result_share: float = 0.25
+    daily: DailyLimits = field(default_factory=DailyLimits)  # and the default root budget
 
 
 class Neighbours(Protocol):

@@ -13,9 +13,17 @@ import msgspec
 from providers.types import ProviderError, StreamEvent, Usage
 
 AgentState = Literal[
-    "idle", "waiting_for_llm", "executing_tool", "retrying", "waiting_for_approval", "compacting"
+    "idle",
+    "waiting_for_llm",
+    "waiting_for_provider",  # its model call waits in the provider limiter's queue
+    "executing_tool",
+    "retrying",
+    "waiting_for_approval",
+    "compacting",
 ]
-TurnStatus = Literal["completed", "cancelled", "interrupted", "error", "tool_limit"]
+TurnStatus = Literal[
+    "completed", "cancelled", "interrupted", "error", "tool_limit", "budget_exceeded"
+]
 
 
 # gc=False: events and log entries hold only values and other structs, never
@@ -37,7 +45,9 @@ class TurnEnded(_Event, tag="turn_ended"):
     """completed: the model stopped; cancelled: stopped at a boundary, history
     kept; interrupted: stopped mid-way, the turn left out of the context;
     error: a provider error that was not (or no longer) retried; tool_limit:
-    the tool-turn limit was reached."""
+    the tool-turn limit was reached; budget_exceeded: a model call could have
+    crossed a budget and was not made (``message`` says which budget, what was
+    spent and how to raise it)."""
 
     status: TurnStatus
     error: ProviderError | None = None
@@ -61,6 +71,18 @@ class RetryScheduled(_Event, tag="retry"):
     error: ProviderError
     model: str
     discarded_output: bool = False  # a partial answer was thrown away
+
+
+class ProviderWait(_Event, tag="provider_wait"):
+    """A model call waits in its provider key's limiter (agents/limiter):
+    ``position`` 1 is next; ``reason``: concurrency (every slot of the key
+    is taken), rate (a request or token bucket is empty) or paused (the key
+    met a 429 or 529)."""
+
+    provider: str
+    position: int
+    expected_wait_s: float
+    reason: Literal["concurrency", "rate", "paused"]
 
 
 class FallbackUsed(_Event, tag="fallback"):
@@ -170,6 +192,7 @@ AgentOwnEvent = (
     | StateChanged
     | Queued
     | RetryScheduled
+    | ProviderWait
     | FallbackUsed
     | ToolStarted
     | ToolProgress

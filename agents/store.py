@@ -21,6 +21,7 @@ import trio
 from providers.types import Message, Response
 from store import (
     AgentRecord,
+    Budget,
     MailRecord,
     MessageRecord,
     QueuedPrompt,
@@ -190,6 +191,8 @@ class AsyncStore:
         cwd: str | None = None,
         policy: str | None = None,
         mcp: str | None = None,
+        priority: str | None = None,
+        budget: Budget | None = None,
     ) -> AgentRecord:
         return await self.call(
             self.store.create_agent,
@@ -202,6 +205,8 @@ class AsyncStore:
             cwd=cwd,
             policy=policy,
             mcp=mcp,
+            priority=priority,
+            budget=budget,
         )
 
     async def fork(self, parent_uuid: str, **kwargs: Any) -> AgentRecord:

@@ -12,7 +12,6 @@ agents. Killing an agent ends its descendants; dead agents stay readable.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -21,15 +20,17 @@ import trio
 from providers.modelspec import ResolvedModel, resolve_model
 from providers.secrets import scrub
 from providers.types import ThinkingLevel
-from store import ApprovalRecord, StoreError
+from store import ApprovalRecord, Budget, StoreError
 
 from . import _mcp_select as mcp_select
 from ._ops import SupervisorOps
+from ._waits import wait_for
 from .actor import Actor
 from .compactor import CompactOutcome, ContextStatus, context_status
 from .deps import ActorDeps, AgentConfig
 from .errors import AgentError
 from .events import AgentEnded, Notice
+from .limited import PRIORITIES
 from .permissions import Permissions, dump_chain, parse_chain
 from .permissions._gate import Approvals
 from .pool import ProviderPool
@@ -51,6 +52,12 @@ def _folder(text: str) -> str:
         return working_folder(text)
     except ValueError as e:
         raise AgentError(str(e)) from None
+
+
+def _checked(priority: str | None) -> str | None:
+    if priority is not None and priority not in PRIORITIES:
+        raise AgentError(f"priority must be one of {', '.join(PRIORITIES)}, not {priority!r}")
+    return priority
 
 
 class Supervisor:
@@ -81,6 +88,7 @@ class Supervisor:
         self.ops = SupervisorOps(self)
         self.approvals = Approvals()  # who waits on which approval; session answers
         self.dead_count = 0  # kept in memory so status never waits on the database
+        self._parents: dict[str, str | None] = {}  # every agent's parent: its tree, no query
         self.deps = ActorDeps(
             db=db,
             pool=pool,
@@ -111,7 +119,9 @@ class Supervisor:
                 queued.setdefault(q.agent_uuid, []).append(q)
             unread = await self.db.call(self.db.store.agents_with_unread_mail)
             restored = 0
-            for record in await self.db.list_agents(include_dead=True):
+            records = await self.db.list_agents(include_dead=True)
+            self._parents.update((r.uuid, r.parent_uuid) for r in records)
+            for record in records:
                 if record.alive:
                     actor = await self._start(record)
                     if record.uuid in resume:
@@ -143,6 +153,8 @@ class Supervisor:
     async def _start(self, record: Any) -> Actor:
         assert self._nursery is not None, "the supervisor is not running"
         actor = Actor(record, self.deps, self.approvals)
+        self._parents[actor.uuid] = record.parent_uuid
+        actor.tree = self._tree_of(actor.uuid)
         self.actors[actor.uuid] = actor
         await self._nursery.start(self._supervise, actor)
         return actor
@@ -234,6 +246,9 @@ class Supervisor:
         cwd: str | None = None,
         policy: str | None = None,
         mcp: list[str] | None = None,
+        priority: str | None = None,
+        origin: str = "interactive",
+        budget: Budget | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         """A new agent (no history). Returns (record, resolved model, first turn id).
         Its tools run in ``cwd`` (default: the daemon's working directory); its
@@ -251,6 +266,10 @@ class Supervisor:
             cwd=cwd,
             chain=chain,
             servers=None if mcp is None else mcp_select.checked(self.deps.mcp, mcp),
+            priority=_checked(priority),
+            origin=origin,
+            # a root without one gets the configured default (budget.root)
+            budget=budget if budget or parent else self.config.daily.root,
         )
 
     def _policy_name(self, name: str) -> str:
@@ -271,6 +290,9 @@ class Supervisor:
         cwd: str | None,
         chain: list[str] | None,
         servers: list[str] | None,
+        priority: str | None = None,
+        origin: str = "interactive",
+        budget: Budget | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         try:
             resolved = self.resolve_model(model, current_thinking=thinking)
@@ -288,11 +310,13 @@ class Supervisor:
                 cwd=folder,
                 policy=dump_chain(chain),
                 mcp=mcp_select.dump(servers),
+                priority=priority,
+                budget=budget,
             )
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None
         actor = await self._start(record)
-        turn = (await actor.submit(prompt))[0] if prompt else None
+        turn = (await actor.submit(prompt, priority=origin))[0] if prompt else None
         return record, resolved, turn
 
     async def fork(
@@ -306,6 +330,9 @@ class Supervisor:
         cwd: str | None = None,
         policy: str | None = None,
         mcp: list[str] | None = None,
+        priority: str | None = None,
+        origin: str = "interactive",
+        budget: Budget | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         """A child that inherits the parent's history up to its last completed
         message (or ``at_message``), its model and its working directory, unless
@@ -316,6 +343,8 @@ class Supervisor:
         own = None if policy is None else self._policy_name(policy)
         parent = await self.resolve(ref)
         actor = self.actors.get(parent.uuid)
+        # its own priority, else its parent's (None: each turn's)
+        priority = _checked(priority) or (actor.priority if actor else parent.priority)
         servers = (
             mcp_select.checked(self.deps.mcp, mcp)
             if mcp is not None
@@ -348,6 +377,9 @@ class Supervisor:
                     cwd=folder or (str(actor.cwd) if actor else parent.cwd),
                     chain=chain,
                     servers=servers,
+                    priority=priority,
+                    origin=origin,
+                    budget=budget,
                 )
         try:
             child = await self.db.fork(
@@ -360,11 +392,13 @@ class Supervisor:
                 cwd=folder,
                 policy=dump_chain(chain),
                 mcp=mcp_select.dump(servers),
+                priority=priority,
+                budget=budget,  # no more than the parent has left (store.BudgetRefused)
             )
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None
         child_actor = await self._start(child)
-        turn = (await child_actor.submit(prompt))[0] if prompt else None
+        turn = (await child_actor.submit(prompt, priority=origin))[0] if prompt else None
         return child, resolved, turn
 
     async def kill(self, ref: str, *, reason: str = "killed") -> list[str]:
@@ -523,72 +557,22 @@ class Supervisor:
         timeout: float | None,  # noqa: ASYNC109 - the model's own wait limit, part of the tool
     ) -> list[dict[str, Any]]:
         """Until each agent has mailed ``caller``, finished its work, or died."""
-        records = [await self.resolve(r) for r in refs]
-        watched = self.waiting.setdefault(caller, {})
-        for rec in records:  # their mail is for this wait, not a new prompt of the caller
-            watched[rec.uuid] = watched.get(rec.uuid, 0) + 1
-        try:
-            return await self._wait_for(caller, records, timeout)
-        finally:
-            for rec in records:
-                watched[rec.uuid] -= 1
-                if not watched[rec.uuid]:
-                    del watched[rec.uuid]
-            if not watched:
-                self.waiting.pop(caller, None)
-            if caller in self.actors:
-                self.actors[caller].notify_mail()  # whatever the wait did not take
+        return await wait_for(self, caller, refs, timeout)
 
-    async def _wait_for(
-        self,
-        caller: str,
-        records: list[Any],
-        timeout: float | None,  # noqa: ASYNC109 - the model's own wait limit, part of the tool
-    ) -> list[dict[str, Any]]:
-        results: dict[str, dict[str, Any]] = {}
-        deadline = trio.current_time() + (timeout if timeout is not None else math.inf)
-        while True:
-            for rec in records:
-                if rec.uuid in results:
-                    continue
-                mail = [
-                    m for m in await self.db.inbox(caller, unread=True) if m.from_uuid == rec.uuid
-                ]
-                if mail:
-                    await self.db.mark_read(caller, [m.id for m in mail])
-                    results[rec.uuid] = {
-                        "agent": rec.uuid,
-                        "name": rec.name,
-                        "status": "answered",
-                        "reply": "\n\n".join(m.body for m in mail),
-                    }
-                    continue
-                actor = self.actors.get(rec.uuid)
-                if actor is None:
-                    results[rec.uuid] = {
-                        "agent": rec.uuid,
-                        "name": rec.name,
-                        "status": "dead",
-                        "reply": "",
-                    }
-                elif not actor.busy:
-                    last = actor.last_result
-                    results[rec.uuid] = {
-                        "agent": rec.uuid,
-                        "name": rec.name,
-                        "status": last.status if last else "idle",
-                        "reply": last.reply if last else "",
-                    }
-            if len(results) == len(records):
-                break
-            changed = self._changed
-            with trio.move_on_at(deadline):
-                await changed.wait()
-            if trio.current_time() >= deadline:
-                break
-        return [
-            results.get(
-                rec.uuid, {"agent": rec.uuid, "name": rec.name, "status": "running", "reply": ""}
-            )
-            for rec in records
-        ]
+    # ------------------------------------------------------------ the limiter
+
+    def _tree_of(self, uuid: str) -> str:
+        """Its root ancestor's uuid (parents known since start: no query)."""
+        seen = 0
+        while (parent := self._parents.get(uuid)) is not None and seen < 10_000:
+            uuid, seen = parent, seen + 1
+        return uuid
+
+    async def set_priority(self, ref: str, priority: str | None) -> str | None:
+        """The agent's own priority for its model calls (None: each turn's,
+        by who started it), stored so it outlives a restart."""
+        _checked(priority)
+        actor = await self.live(ref)
+        await self.db.call(self.db.store.set_priority, actor.uuid, priority)
+        actor.priority = priority
+        return priority

@@ -35,6 +35,7 @@ from providers.types import (
 )
 
 from ._fitting import FittingSteps
+from .budget import refuse_call
 from .compaction import too_long
 from .compactor import price
 from .context import bound_results, for_provider, step_thinking
@@ -85,6 +86,8 @@ class TurnHost(Protocol):
     approvals: Approvals
     meter: ContextMeter
     mcp: list[str] | None  # its MCP servers; None: the configured defaults
+    tree: str  # its root ancestor's uuid: the limiter's queue is fair across trees
+    state: AgentState
 
     def publish(self, event: AgentEvent, turn: str | None = None) -> None: ...
     def set_state(self, state: AgentState) -> None: ...
@@ -104,8 +107,11 @@ class Turn(FittingSteps):
         queue_id: int | None,
         *,
         resume_from: int | None = None,
+        priority: str = "interactive",
     ) -> None:
         self.host = host
+        # its model calls' place in the provider limiter's queue (agents/limited.py)
+        self.priority = priority
         self.deps = deps
         self.id = turn
         self.text = text
@@ -127,6 +133,7 @@ class Turn(FittingSteps):
         self._tools = deps.tools  # the built-in tools and the agent's MCP tools
         self._offered: list[int] = []  # the MCP tool specs in _tools
         self._raw = 0  # the raw size estimate of the request being sent
+        self.over_budget: str | None = None  # why a call was not made (agents/budget.py)
 
     def cancel(self, *, at_boundary: bool = False, suspend: bool = False) -> None:
         """``suspend`` (a daemon stop): a turn waiting at the gate keeps its
@@ -185,6 +192,7 @@ class Turn(FittingSteps):
                         )
                     context.append(user)
                 status, error = await self._steps(resumed)
+                message = self.over_budget  # None unless a budget stopped it
                 if status != "completed":  # a completed turn was closed with its last row
                     await db.end_turn(host.uuid)
             except Exception as exc:  # a bug in this turn must not end the agent or its siblings
@@ -231,7 +239,7 @@ class Turn(FittingSteps):
             else:
                 response, error = await self._call_model()
                 if response is None:
-                    return "error", error
+                    return ("budget_exceeded" if self.over_budget else "error"), error
                 self._spend(response)
                 msg = Message(
                     role="assistant",
@@ -446,25 +454,32 @@ class Turn(FittingSteps):
             request = await self._fitted(model, provider_name, level)
             attempt = 0
             while True:
+                if await refuse_call(self, provider_name, model, request):
+                    return None, None  # not made: it could cross a budget
                 attempt += 1
                 self.model_calls += 1
                 host.set_state("waiting_for_llm")
                 acc = Accumulator(provider=provider_name)
                 provider = self.deps.pool.get(provider_name, model)
-                async with provider.stream(request) as events:
-                    burst = 0
-                    async for event in events:
-                        acc.feed(event)
-                        host.publish(event, self.id)
-                        burst += 1
-                        if burst == _PUBLISH_SLICE:
-                            # one network read can hold thousands of deltas:
-                            # let subscribers' forwarders run before their buffers fill
-                            burst = 0
-                            await trio.lowlevel.checkpoint()
+                async with self._passage(provider_name, request) as slot:
+                    async with provider.stream(request, on_limits=slot.learn) as events:
+                        burst = 0
+                        async for event in events:
+                            acc.feed(event)
+                            host.publish(event, self.id)
+                            burst += 1
+                            if burst == _PUBLISH_SLICE:
+                                # one network read can hold thousands of deltas:
+                                # let subscribers' forwarders run before their buffers fill
+                                burst = 0
+                                await trio.lowlevel.checkpoint()
+                    if acc.finish_reason is not None:
+                        slot.done(acc.usage)
                 if acc.error is None and acc.finish_reason is not None:
                     response = acc.response()
                     host.meter.learn(provider_name, self._raw, response.usage.input_tokens)
+                    if provider_name in host.meter.ratio:  # the limiter's first guess for others
+                        self.deps.pool.token_ratio[provider_name] = host.meter.ratio[provider_name]
                     return response, None
                 error = acc.error or transport_error(
                     "network", "the stream ended without a final event", provider=provider_name
@@ -502,7 +517,9 @@ class Turn(FittingSteps):
                     self.id,
                 )
                 host.set_state("retrying")
-                await trio.sleep(delay)
+                if not slot.wall(error, delay):
+                    await trio.sleep(delay)
+                # else: the key is paused for every agent; the retry waits in its queue
             if not error.retryable or self.stop_at_boundary:
                 break
         return None, error

@@ -37,6 +37,18 @@ def _policy(p: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+PRIORITIES = ("interactive", "background")
+
+
+def _priority(p: argparse.ArgumentParser, what: str, default: str) -> None:
+    p.add_argument(
+        "--priority",
+        choices=PRIORITIES,
+        help=f"the place of {what}'s model calls in the provider's queue, for every turn "
+        f"(default: {default})",
+    )
+
+
 def _mcp(p: argparse.ArgumentParser, what: str, default: str) -> None:
     """--mcp NAMES / --no-mcp (one of them: argparse refuses both, exit 2)."""
     g = p.add_mutually_exclusive_group()
@@ -313,6 +325,58 @@ def _add_history(p: argparse.ArgumentParser) -> None:
         "--signatures",
         action="store_true",
         help="with --json: include the thinking blocks' signatures (opaque provider data)",
+    )
+
+
+def _seconds(text: str) -> float:
+    """--interval: a number of seconds above 0 (argparse names the flag)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 3600:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"must be above 0 and at most 3600 seconds, not {text}")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {text}")
+    return value
+
+
+def _add_top(p: argparse.ArgumentParser) -> None:
+    p.description = """\
+A live view of every agent, like htop: the tree of agents, each one's state
+(running, waiting_for_provider, waiting_for_approval, compacting, idle...),
+model, output tokens per second over the last few seconds, spend and budget,
+and what it waits on; above them each provider key's queue (calls in flight /
+cap, queued by priority, paused until). It redraws every --interval seconds,
+and at once when an agent's state changes (at most 4 times a second).
+
+Keys: q quit, s cycle the sort (tree, cost, tok/s, state), f cycle the filter
+through the trees (then all again). Ctrl+C quits too.
+
+--json prints one snapshot (the fleet.snapshot result, docs/protocol.md) and
+exits; --json --interval S prints one JSON line every S seconds until Ctrl+C
+(or --count N). When stdout is not a terminal, top prints one plain snapshot."""
+    p.add_argument(
+        "--interval",
+        "-i",
+        type=_seconds,
+        metavar="S",
+        help="seconds between refreshes (default 1; with --json: stream a snapshot every S)",
+    )
+    p.add_argument(
+        "--count",
+        "-n",
+        type=_positive,
+        metavar="N",
+        help="with --json: print N snapshots, one every --interval (default 1 s), then stop",
     )
 
 

@@ -27,7 +27,8 @@ from ikictl._errors import (
     DaemonUnreachable,
     UsageError,
 )
-from ikictl._parsers import _agent, _continue, _mcp, _policy, _quiet
+from ikictl._parsers import PRIORITIES, _agent, _continue, _mcp, _policy, _priority, _quiet
+from ikictl.budget import _add_budget, budget_args  # noqa: F401 - found as _add_<command>
 from protocol.version import __version__
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
@@ -50,6 +51,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fork": ("fork an agent (a child that shares its history)", "commands:cmd_fork"),
     "model": ("switch an agent's model and thinking level", "commands:cmd_model"),
     "system": ("show or set an agent's system prompt", "commands:cmd_system"),
+    "priority": (
+        "set an agent's place in the provider's queue: interactive or background",
+        "commands:cmd_priority",
+    ),
+    "budget": ("show or set what an agent and its descendants may spend", "budget:cmd_budget"),
+    "top": ("a live view of every agent and the provider queues, like htop", "top:cmd_top"),
     "cancel": ("cancel an agent's running turn", "commands:cmd_cancel"),
     "kill": ("end an agent and all its descendants", "commands:cmd_kill"),
     "rename": ("give an agent another name", "admin:cmd_rename"),
@@ -149,6 +156,8 @@ def _add_new(p: argparse.ArgumentParser) -> None:
     _cwd(p, "the folder its tools run in (default: the current directory)")
     _policy(p, "the agent")
     _mcp(p, "the agent", "the servers config marks default")
+    _priority(p, "the agent", "each turn's: a person's prompt is interactive, mail background")
+    budget_args(p, "the agent")
     _prompt(p, False)
     _streaming(p)
     _quiet(p, "print only the new agent's uuid (with PROMPT: after the turn; the turn's exit code)")
@@ -211,6 +220,8 @@ def _add_fork(p: argparse.ArgumentParser) -> None:
     _cwd(p, "the folder the child's tools run in (default: the parent's)")
     _policy(p, "the child (it narrows the parent's, never widens it)")
     _mcp(p, "the child", "the parent's")
+    _priority(p, "the child", "the parent's")
+    budget_args(p, "the child")
     _prompt(p, False)
     _streaming(p)
     _quiet(p, "print only the child's uuid (with PROMPT: after the turn; the turn's exit code)")
@@ -237,6 +248,17 @@ def _add_system(p: argparse.ArgumentParser) -> None:
         metavar="TEXT",
         nargs="?",
         help='the new system prompt (`-` reads stdin, "" clears it); none: show it',
+    )
+
+
+def _add_priority(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument(
+        "level",
+        metavar="LEVEL",
+        choices=(*PRIORITIES, "auto"),
+        help="interactive or background for all its turns (forks inherit it); "
+        "auto: each turn's, by who started it",
     )
 
 

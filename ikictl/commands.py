@@ -14,6 +14,7 @@ import sys
 import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
+from ikictl.budget import budget_param, print_budgets
 from ikictl.client import Client, connect
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
@@ -209,6 +210,8 @@ def cmd_new(args: argparse.Namespace) -> int:
         cwd=folder_arg(args.cwd) or os.getcwd(),
         policy=policy_arg(args),
         mcp=mcp_arg(args),
+        priority=args.priority,
+        budget=budget_param(args),
     )
     return _born(args, c, res, text, f"created {render.label(res['agent'])}")
 
@@ -246,6 +249,8 @@ def cmd_fork(args: argparse.Namespace) -> int:
         cwd=folder_arg(args.cwd),
         policy=policy_arg(args),
         mcp=mcp_arg(args),
+        priority=args.priority,
+        budget=budget_param(args),
     )
     return _born(args, c, res, text, f"forked {args.agent} -> {render.label(res['agent'])}")
 
@@ -291,6 +296,15 @@ def cmd_system(args: argparse.Namespace) -> int:
     res = c.set_system(args.agent, text)
     if not _out(args, res):
         print(f"{args.agent}: system prompt {'set' if text else 'cleared'}")
+    return EXIT_OK
+
+
+def cmd_priority(args: argparse.Namespace) -> int:
+    level = None if args.level == "auto" else args.level
+    res = client(args).set_priority(args.agent, level)
+    if not _out(args, res):
+        level = res.get("priority") or "auto (each turn's, by who started it)"
+        print(f"{args.agent}: priority {level}")
     return EXIT_OK
 
 
@@ -342,6 +356,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         sys.stdout.write(template.render_all([info], "ShownAgent"))
     elif not _out(args, info):
         render.show_agent(info, sys.stdout)
+        print_budgets(info.get("budget"), sys.stdout)
     return EXIT_OK
 
 
@@ -369,6 +384,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
     if who not in names:
         names[who] = who if args.agent == who else f"{args.agent} ({who})"
     render.usage_report(rep, sys.stdout, names=names)
+    print_budgets(rep.get("budget"), sys.stdout)
     return EXIT_OK
 
 

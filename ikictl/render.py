@@ -382,9 +382,17 @@ def _cost(value: Any) -> str:
     return money(value) if ok and abs(value) < 1e12 else "?"
 
 
+_ORDINAL = {1: "st", 2: "nd", 3: "rd", 11: "th", 12: "th", 13: "th"}
+
+
 def compaction_note(ev: dict[str, Any]) -> str:
-    """The status line of a compaction_started/_done/_failed event."""
+    """The status line of a compaction_started/_done/_failed or provider_wait event."""
     kind = ev.get("type")
+    if kind == "provider_wait":  # e.g. [waiting for anthropic: 3rd in line, ~4 s (rate)]
+        n, wait = ev.get("position"), ev.get("expected_wait_s")
+        nth = f"{n}{_ORDINAL.get(n % 100 if n % 100 in (11, 12, 13) else n % 10, 'th')}" if isinstance(n, int) and not isinstance(n, bool) else "?"  # noqa: E501
+        secs = f", ~{wait:.0f} s" if isinstance(wait, int | float) and 0 <= wait < 1e9 else ""
+        return f"[waiting for {safe_line(str(ev.get('provider')))}: {nth} in line{secs} ({safe_line(str(ev.get('reason')))})]"  # noqa: E501
     if kind == "compaction_started":
         return (
             f"[compacting context: {_count(ev.get('messages'))} messages, "

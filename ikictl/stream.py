@@ -247,7 +247,7 @@ class EventPrinter:
     def _on_compaction_started(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(compaction_note(ev), YELLOW if ev.get("type") == "compaction_failed" else DIM)
 
-    _on_compaction_done = _on_compaction_failed = _on_compaction_started
+    _on_compaction_done = _on_compaction_failed = _on_provider_wait = _on_compaction_started
 
     def _on_queued(self, ev: dict[str, Any], params: dict[str, Any]) -> None:
         self.note(f"[queued: {ev.get('position')} turn(s) ahead]")
@@ -301,6 +301,8 @@ class EventPrinter:
             self.fail(with_key_hint(f"the turn ended in error: {what}"), ev)
         elif status == "tool_limit":
             self.fail("the turn stopped at the tool-turn limit", ev)
+        elif status == "budget_exceeded":  # the message names the budget and how to raise it
+            self.fail(ev.get("message") or "the turn stopped at a budget", ev)
         return EXIT_ERROR
 
     def fail(self, message: str, ev: dict[str, Any] | None = None) -> None:

@@ -67,6 +67,16 @@ class AsyncMethods:
     async def providers(self) -> list[R.ProviderRow]:
         return await self.call(p.PROVIDERS_LIST)
 
+    async def fleet(self, *, since: int | None = None, wait_s: float = 0.0) -> R.FleetSnapshot:
+        """Every live agent (state, model, tokens/s, spend, budget, what it
+        waits on) and every provider key's queue. With ``since`` (a
+        snapshot's ``version``) and ``wait_s``: answered at the fleet's next
+        change, or after ``wait_s`` seconds."""
+        params: dict[str, Any] = {"since": since}
+        if wait_s:
+            params["wait_s"] = wait_s
+        return await self.call(p.FLEET_SNAPSHOT, params)
+
     # ------------------------------------------------------------ agents
 
     async def create(
@@ -78,11 +88,17 @@ class AsyncMethods:
         cwd: str | None = None,
         policy: str | None = None,
         mcp: list[str] | None = None,
+        priority: str | None = None,
+        budget: dict[str, Any] | None = None,
     ) -> R.Created:
         """A new agent (``model`` as "provider/model/thinking", an alias, or
-        the daemon's default). Prompt it with ``prompt``."""
+        the daemon's default). Prompt it with ``prompt``. ``priority``
+        (interactive, background): its model calls' place in the provider's
+        queue for every turn (default: each turn's, by who started it).
+        ``budget``: {max_cost_usd, max_tokens, max_turns, allow_unpriced} for
+        it and its descendants."""
         params: dict[str, Any] = {"model": model, "name": name, "system": system, "cwd": cwd}
-        params.update({"policy": policy, "mcp": mcp})
+        params.update({"policy": policy, "mcp": mcp, "priority": priority, "budget": budget})
         return await self.call(p.AGENT_CREATE, params)
 
     async def fork(
@@ -95,9 +111,12 @@ class AsyncMethods:
         cwd: str | None = None,
         policy: str | None = None,
         mcp: list[str] | None = None,
+        priority: str | None = None,
+        budget: dict[str, Any] | None = None,
     ) -> R.Created:
-        """A child that inherits ``agent``'s history (up to message ``at``)
-        and model, unless given another ``model``."""
+        """A child that inherits ``agent``'s history (up to message ``at``),
+        model and priority, unless given another ``model`` or ``priority``.
+        ``budget``: as create's, at most what the parent's budgets have left."""
         params: dict[str, Any] = {
             "agent": agent,
             "model": model,
@@ -105,7 +124,7 @@ class AsyncMethods:
             "at": at,
             "cwd": cwd,
         }
-        params.update({"policy": policy, "mcp": mcp})
+        params.update({"policy": policy, "mcp": mcp, "priority": priority, "budget": budget})
         return await self.call(p.AGENT_FORK, params)
 
     async def agents(self, *, include_dead: bool = False) -> list[R.ListedAgent]:
@@ -184,6 +203,34 @@ class AsyncMethods:
     async def set_system(self, agent: str, text: str) -> R.Ok:
         params: dict[str, Any] = {"agent": agent, "text": text}
         return await self.call(p.AGENT_SET_SYSTEM, params)
+
+    async def set_priority(self, agent: str, priority: str | None) -> R.PrioritySet:
+        """The agent's place in the provider's queue for all its turns:
+        interactive or background (None: each turn's, by who started it)."""
+        params: dict[str, Any] = {"agent": agent, "priority": priority}
+        return await self.call(p.AGENT_SET_PRIORITY, params)
+
+    async def set_budget(
+        self,
+        agent: str,
+        max_cost_usd: float | None = None,
+        *,
+        max_tokens: int | None = None,
+        max_turns: int | None = None,
+        allow_unpriced: bool = False,
+        clear: bool = False,
+    ) -> R.BudgetInfo:
+        """Set the agent's own budget (it covers its descendants too), or
+        ``clear`` it; answers every budget now in force with its spend."""
+        params: dict[str, Any] = {"agent": agent, "clear": clear}
+        if not clear:
+            params["budget"] = {
+                "max_cost_usd": max_cost_usd,
+                "max_tokens": max_tokens,
+                "max_turns": max_turns,
+                "allow_unpriced": allow_unpriced,
+            }
+        return await self.call(p.AGENT_SET_BUDGET, params)
 
     async def rename(self, agent: str, name: str) -> R.AgentInfo:
         params: dict[str, Any] = {"agent": agent, "name": name}

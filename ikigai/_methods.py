@@ -66,6 +66,16 @@ class Methods:
     def providers(self) -> list[R.ProviderRow]:
         return self.call(p.PROVIDERS_LIST)
 
+    def fleet(self, *, since: int | None = None, wait_s: float = 0.0) -> R.FleetSnapshot:
+        """Every live agent (state, model, tokens/s, spend, budget, what it
+        waits on) and every provider key's queue. With ``since`` (a
+        snapshot's ``version``) and ``wait_s``: answered at the fleet's next
+        change, or after ``wait_s`` seconds."""
+        params: dict[str, Any] = {"since": since}
+        if wait_s:
+            params["wait_s"] = wait_s
+        return self.call(p.FLEET_SNAPSHOT, params)
+
     # ------------------------------------------------------------ agents
 
     def create(
@@ -77,11 +87,17 @@ class Methods:
         cwd: str | None = None,
         policy: str | None = None,
         mcp: list[str] | None = None,
+        priority: str | None = None,
+        budget: dict[str, Any] | None = None,
     ) -> R.Created:
         """A new agent (``model`` as "provider/model/thinking", an alias, or
-        the daemon's default). Prompt it with ``prompt``."""
+        the daemon's default). Prompt it with ``prompt``. ``priority``
+        (interactive, background): its model calls' place in the provider's
+        queue for every turn (default: each turn's, by who started it).
+        ``budget``: {max_cost_usd, max_tokens, max_turns, allow_unpriced} for
+        it and its descendants."""
         params: dict[str, Any] = {"model": model, "name": name, "system": system, "cwd": cwd}
-        params.update({"policy": policy, "mcp": mcp})
+        params.update({"policy": policy, "mcp": mcp, "priority": priority, "budget": budget})
         return self.call(p.AGENT_CREATE, params)
 
     def fork(
@@ -94,9 +110,12 @@ class Methods:
         cwd: str | None = None,
         policy: str | None = None,
         mcp: list[str] | None = None,
+        priority: str | None = None,
+        budget: dict[str, Any] | None = None,
     ) -> R.Created:
-        """A child that inherits ``agent``'s history (up to message ``at``)
-        and model, unless given another ``model``."""
+        """A child that inherits ``agent``'s history (up to message ``at``),
+        model and priority, unless given another ``model`` or ``priority``.
+        ``budget``: as create's, at most what the parent's budgets have left."""
         params: dict[str, Any] = {
             "agent": agent,
             "model": model,
@@ -104,7 +123,7 @@ class Methods:
             "at": at,
             "cwd": cwd,
         }
-        params.update({"policy": policy, "mcp": mcp})
+        params.update({"policy": policy, "mcp": mcp, "priority": priority, "budget": budget})
         return self.call(p.AGENT_FORK, params)
 
     def agents(self, *, include_dead: bool = False) -> list[R.ListedAgent]:
@@ -183,6 +202,34 @@ class Methods:
     def set_system(self, agent: str, text: str) -> R.Ok:
         params: dict[str, Any] = {"agent": agent, "text": text}
         return self.call(p.AGENT_SET_SYSTEM, params)
+
+    def set_priority(self, agent: str, priority: str | None) -> R.PrioritySet:
+        """The agent's place in the provider's queue for all its turns:
+        interactive or background (None: each turn's, by who started it)."""
+        params: dict[str, Any] = {"agent": agent, "priority": priority}
+        return self.call(p.AGENT_SET_PRIORITY, params)
+
+    def set_budget(
+        self,
+        agent: str,
+        max_cost_usd: float | None = None,
+        *,
+        max_tokens: int | None = None,
+        max_turns: int | None = None,
+        allow_unpriced: bool = False,
+        clear: bool = False,
+    ) -> R.BudgetInfo:
+        """Set the agent's own budget (it covers its descendants too), or
+        ``clear`` it; answers every budget now in force with its spend."""
+        params: dict[str, Any] = {"agent": agent, "clear": clear}
+        if not clear:
+            params["budget"] = {
+                "max_cost_usd": max_cost_usd,
+                "max_tokens": max_tokens,
+                "max_turns": max_turns,
+                "allow_unpriced": allow_unpriced,
+            }
+        return self.call(p.AGENT_SET_BUDGET, params)
 
     def rename(self, agent: str, name: str) -> R.AgentInfo:
         params: dict[str, Any] = {"agent": agent, "name": name}

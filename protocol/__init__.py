@@ -48,6 +48,8 @@ AGENT_KILL = "agent.kill"
 AGENT_FORK = "agent.fork"
 AGENT_SET_MODEL = "agent.set_model"
 AGENT_SET_SYSTEM = "agent.set_system"
+AGENT_SET_PRIORITY = "agent.set_priority"
+AGENT_SET_BUDGET = "agent.set_budget"
 AGENT_HISTORY = "agent.history"
 AGENT_USAGE = "agent.usage"
 AGENT_CLEAR = "agent.clear"
@@ -70,6 +72,7 @@ AGENT_EXPORT = "agent.export"
 AGENT_IMPORT = "agent.import"
 DAEMON_SUBSCRIBE = "daemon.subscribe"
 DAEMON_UNSUBSCRIBE = "daemon.unsubscribe"
+FLEET_SNAPSHOT = "fleet.snapshot"  # every live agent and the provider queues (ikictl top)
 
 # server -> client notification carrying one agent event
 EVENT = "agent.event"

@@ -24,10 +24,28 @@ Folder = Annotated[str, Meta(min_length=1, max_length=4096)]
 EXCERPT = 200  # characters of client text an error message may quote
 # the MCP servers an agent may use: names of configured servers ([]: none)
 McpNames = Annotated[list[Ref], Meta(max_length=256)]
+# a model call's place in its provider key's queue (agents/limiter)
+Priority = Literal["interactive", "background"]
 
 
 class _P(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
     pass
+
+
+# a budget's limits: a positive amount of US dollars (NaN and infinities are
+# refused by the bounds), positive counts
+Dollars = Annotated[float, Meta(gt=0, le=1_000_000)]
+Limit = Annotated[int, Meta(ge=1, le=p.MAX_INT)]
+
+
+class BudgetLimits(_P, frozen=True):
+    """A budget on an agent and its descendants; each limit optional."""
+
+    max_cost_usd: Dollars | None = None
+    max_tokens: Limit | None = None
+    max_turns: Limit | None = None
+    # a cost limit on a model with no price: its calls count toward tokens/turns only
+    allow_unpriced: bool = False
 
 
 class NoParams(_P, frozen=True):
@@ -55,6 +73,8 @@ class Create(_P, frozen=True):
     cwd: Folder | None = None
     policy: Ref | None = None  # a named policy (config "policies" or a built-in)
     mcp: McpNames | None = None  # None: the servers the config marks default
+    priority: Priority | None = None  # None: each turn's, by who started it
+    budget: BudgetLimits | None = None  # None: config's budget.root (a root agent)
 
 
 class ListAgents(_P, frozen=True):
@@ -91,6 +111,8 @@ class Fork(_P, frozen=True):
     cwd: Folder | None = None
     policy: Ref | None = None  # added to the parent's chain: it can only narrow
     mcp: McpNames | None = None  # None: the parent's
+    priority: Priority | None = None  # None: the parent's
+    budget: BudgetLimits | None = None  # at most what the parent has left
 
 
 class SetModel(_P, frozen=True):
@@ -102,6 +124,26 @@ class SetModel(_P, frozen=True):
 class SetSystem(_P, frozen=True):
     agent: Ref
     text: str
+
+
+class SetPriority(_P, frozen=True):
+    agent: Ref
+    priority: Priority | None = None  # null or absent: each turn's again, by who started it
+
+
+class FleetSnapshot(_P, frozen=True):
+    """``since``: the ``version`` of the caller's last snapshot; with
+    ``wait_s`` the answer waits until the fleet changes after it (an agent's
+    state, a provider wait, a turn's end), at most that long."""
+
+    since: Annotated[int, Meta(ge=0, le=p.MAX_INT)] | None = None
+    wait_s: Annotated[float, Meta(ge=0, le=60)] = 0.0
+
+
+class SetBudget(_P, frozen=True):
+    agent: Ref
+    budget: BudgetLimits | None = None  # None, {} or clear: the agent's own budget removed
+    clear: bool = False
 
 
 class History(_P, frozen=True):
@@ -208,6 +250,8 @@ PARAMS: dict[str, type[_P]] = {
     p.AGENT_FORK: Fork,
     p.AGENT_SET_MODEL: SetModel,
     p.AGENT_SET_SYSTEM: SetSystem,
+    p.AGENT_SET_PRIORITY: SetPriority,
+    p.AGENT_SET_BUDGET: SetBudget,
     p.AGENT_HISTORY: History,
     p.AGENT_USAGE: Usage,
     p.AGENT_CLEAR: AgentRef,
@@ -224,6 +268,7 @@ PARAMS: dict[str, type[_P]] = {
     p.MCP_PROMPTS: McpServer,
     p.DAEMON_SUBSCRIBE: NoParams,
     p.DAEMON_UNSUBSCRIBE: NoParams,
+    p.FLEET_SNAPSHOT: FleetSnapshot,
     p.AGENT_WAIT: Wait,
     p.AGENT_RENAME: Rename,
     p.AGENT_REMOVE: Remove,

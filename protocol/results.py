@@ -14,10 +14,27 @@ writes a datetime.
 # no ``from __future__ import annotations``: TypedDict must see NotRequired
 from typing import Any, Literal, NotRequired, TypedDict
 
+# re-exported: one module of results for both sides
+from protocol.mcp_results import McpPrompt as McpPrompt
+from protocol.mcp_results import McpPromptArgument as McpPromptArgument
+from protocol.mcp_results import McpPrompts as McpPrompts
+from protocol.mcp_results import McpServers as McpServers
+from protocol.mcp_results import McpServerState as McpServerState
+from protocol.mcp_results import McpTool as McpTool
+from protocol.mcp_results import McpTools as McpTools
+
 AgentState = Literal[
-    "idle", "waiting_for_llm", "executing_tool", "retrying", "waiting_for_approval", "compacting"
+    "idle",
+    "waiting_for_llm",
+    "waiting_for_provider",
+    "executing_tool",
+    "retrying",
+    "waiting_for_approval",
+    "compacting",
 ]
-TurnStatus = Literal["completed", "cancelled", "interrupted", "error", "tool_limit"]
+TurnStatus = Literal[
+    "completed", "cancelled", "interrupted", "error", "tool_limit", "budget_exceeded"
+]
 
 
 class Ok(TypedDict):
@@ -111,6 +128,9 @@ class AgentInfo(TypedDict):
     policy: list[str]  # its tool-permission policy chain, ancestors' first
     yolo: bool  # the chain allows every tool call (its policies are all yolo ones)
     mcp: list[str]  # the MCP servers it uses now: its own list, or the configured defaults
+    # its model calls' place in the provider limiter for every turn; None:
+    # each turn's, by who started it (a person: interactive; agents, mail: background)
+    priority: str | None
 
 
 class UsageBrief(TypedDict):
@@ -147,6 +167,7 @@ class UsageReport(TypedDict):
     by_model: list[UsageTotals]
     total: UsageTotals
     unpriced: list[str]
+    budget: NotRequired["BudgetInfo"]  # agent.usage of one agent: the budgets in force
 
 
 class AllUsage(TypedDict):
@@ -177,11 +198,33 @@ class ContextInfo(TypedDict):
     summarized: bool  # the context begins with a compaction summary
 
 
+class BudgetLine(TypedDict):
+    """A budget in force (set on ``agent``) and its whole subtree's spend."""
+
+    agent: str
+    name: str
+    tree: bool  # set on a root: it covers the whole tree
+    max_cost_usd: float | None  # None: no such limit
+    max_tokens: int | None
+    max_turns: int | None
+    allow_unpriced: bool
+    spent_usd: float  # the priced calls' cost
+    unpriced: list[str]  # models spent on with no price: the whole cost is unknown
+    spent_tokens: int  # input + output (thinking included)
+    spent_turns: int  # prompts that made a model call
+    set_at: str
+
+
+class BudgetInfo(TypedDict):
+    budgets: list[BudgetLine]  # in force on the agent: its own first, then each ancestor's
+
+
 class ShownAgent(AgentInfo):
     usage: UsageTotals
     last_turn: LastTurn | None
     context: ContextInfo | None  # None for a dead agent
     last_active_at: str  # as in agent.list
+    budget: NotRequired[BudgetInfo]  # the budgets in force and their spend
 
 
 class Created(TypedDict):
@@ -192,6 +235,13 @@ class Created(TypedDict):
     turn: str | None
     # with ``wait`` and a prompt: how the first turn ended
     outcome: NotRequired["TurnOutcome"]
+
+
+class PrioritySet(TypedDict):
+    """``agent.set_priority``."""
+
+    agent: str  # its uuid
+    priority: str | None
 
 
 class Queued(TypedDict):
@@ -215,6 +265,7 @@ class TurnOutcome(TypedDict):
     error: dict[str, Any] | None
     usage: TokenUsage
     cost_usd: float | None
+    message: NotRequired[str]  # budget_exceeded: which budget, what was spent, how to raise it
 
 
 class Compacted(TypedDict):
@@ -340,55 +391,6 @@ Mail = TypedDict(
 )
 
 
-class McpServerState(TypedDict):
-    """One MCP server (``mcp.list``, ``mcp.restart``; the ``mcp_server`` daemon event)."""
-
-    name: str
-    transport: Literal["stdio", "http"]
-    target: str  # the command line or URL (never its env or headers)
-    state: Literal["stopped", "starting", "ready", "restarting", "failed"]
-    pid: int | None
-    tools: int  # tools it lists (0 until ready)
-    last_error: str | None
-    restarts: int
-    since: float  # Unix time of the last state change
-
-
-class McpServers(TypedDict):
-    servers: list[McpServerState]
-
-
-class McpTool(TypedDict):
-    server: str
-    name: str  # the server's own name for it
-    exposed: str  # SERVER__TOOL: the name models see
-    description: str
-    input_schema: dict[str, Any]
-    rejected: str | None  # why it is not offered to models (None: it is)
-
-
-class McpTools(TypedDict):
-    server: str
-    tools: list[McpTool]
-
-
-class McpPromptArgument(TypedDict):
-    name: str
-    description: str | None
-    required: bool
-
-
-class McpPrompt(TypedDict):
-    name: str
-    description: str | None
-    arguments: list[McpPromptArgument]
-
-
-class McpPrompts(TypedDict):
-    server: str
-    prompts: list[McpPrompt]
-
-
 class DaemonSubscribed(TypedDict):
     subscribed: bool
 
@@ -454,6 +456,62 @@ class Approved(TypedDict):
     decision: Literal["allow", "deny"]
 
 
+class FleetWait(TypedDict):  # provider: the last ``provider_wait``'s fields
+    on: Literal["provider", "approval", "tool"]
+    provider: NotRequired[str]
+    position: NotRequired[int]
+    expected_wait_s: NotRequired[float]
+    reason: NotRequired[Literal["concurrency", "rate", "paused"]]
+    approval: NotRequired[str]
+    tool: NotRequired[str]
+
+
+class FleetAgent(TypedDict):
+    uuid: str
+    short: str
+    name: str
+    parent: str | None
+    tree: str  # the uuid of its root agent (itself for a root)
+    state: AgentState
+    provider: str
+    model: str
+    thinking_level: str
+    priority: str | None  # as in AgentInfo
+    queued: int  # prompts waiting behind the running turn (``turn``)
+    turn: str | None
+    tokens_per_s: float  # output, over the last few seconds (streamed text, then usage)
+    usage: UsageBrief  # its own turns so far (not its descendants'); cost_usd None: unpriced
+    budget: BudgetLine | None  # the nearest budget in force (its own or an ancestor's)
+    waiting: FleetWait | None
+
+
+class FleetBucket(TypedDict):
+    kind: str  # requests, input_tokens, output_tokens, tokens
+    source: Literal["configured", "learned"]
+    level: float
+    capacity: float
+    per_minute: float
+
+
+class FleetLimiter(TypedDict):  # one provider key's limiter
+    provider: str
+    key: str  # a short hash naming the key, never the key
+    in_flight: int
+    max_concurrent: int
+    queued: dict[str, int]  # priority -> calls waiting
+    paused_for_s: float  # 0 when not paused; paused_until: the Unix time it ends
+    paused_until: float | None
+    pause_reason: str | None
+    buckets: list[FleetBucket]
+
+
+class FleetSnapshot(TypedDict):  # every live agent, every provider key's queue
+    at: float  # Unix time of the snapshot
+    version: int  # changes when an agent's state, wait or turn does (``since``)
+    agents: list[FleetAgent]
+    limiters: list[FleetLimiter]
+
+
 # The result type of each method (the keys are protocol's method names);
 # agent.prompt with wait answers TurnOutcome, agent.usage with no agent AllUsage.
 RESULTS: dict[str, Any] = {
@@ -474,6 +532,8 @@ RESULTS: dict[str, Any] = {
     "agent.fork": Created,
     "agent.set_model": ModelInfo,
     "agent.set_system": Ok,
+    "agent.set_priority": PrioritySet,
+    "agent.set_budget": BudgetInfo,
     "agent.history": History,
     "agent.usage": UsageReport,
     "agent.clear": MessageId,
@@ -496,4 +556,5 @@ RESULTS: dict[str, Any] = {
     "agent.import": Created,
     "agent.approve": Approved,
     "approvals.list": list[Approval],
+    "fleet.snapshot": FleetSnapshot,
 }

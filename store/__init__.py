@@ -13,6 +13,7 @@ See docs/store.md for the schema, the message kinds and how replay works.
 
 from ._admin import AgentAlive, Outline, Removal
 from ._approvals import ApprovalClosed, NoSuchApproval
+from ._budgets import Budget, BudgetRefused, BudgetState, InvalidBudget, Spent, check_budget
 from ._engine import data_dir, default_url, display_url, resolve_url, sqlite_file
 from ._errors import (
     AgentNotFound,
@@ -54,9 +55,13 @@ __all__ = [
     "ApprovalClosed",
     "ApprovalRecord",
     "BadForkPoint",
+    "Budget",
+    "BudgetRefused",
+    "BudgetState",
     "DatabaseUnreachable",
     "Entry",
     "ImportedRow",
+    "InvalidBudget",
     "InvalidEntry",
     "MailRecord",
     "MessageRecord",
@@ -69,11 +74,13 @@ __all__ = [
     "Replayed",
     "SchemaDrift",
     "SchemaOutOfDate",
+    "Spent",
     "Store",
     "StoreError",
     "StoredRow",
     "UsageReport",
     "UsageTotals",
+    "check_budget",
     "data_dir",
     "default_url",
     "display_url",

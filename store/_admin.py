@@ -25,7 +25,7 @@ from ._agents import subtree
 from ._base import StoreBase
 from ._errors import NameTaken, StoreError
 from ._rows import agent_record, check_name, now
-from ._schema import agents, approvals, mail, messages, prompt_queue
+from ._schema import agents, approvals, budgets, mail, messages, prompt_queue
 from ._types import AgentRecord
 
 # kinds whose data the outline carries: what turns, compactions and prices need
@@ -172,6 +172,7 @@ class AdminMixin(StoreBase):
         if left is None and child is None:
             # mail it sent stays with its recipients, as from no agent
             conn.execute(mail.update().where(mail.c.from_uuid == uuid).values(from_uuid=None))
+            conn.execute(budgets.delete().where(budgets.c.agent_uuid == uuid))
             conn.execute(agents.delete().where(a.uuid == uuid))
             return True, count
         # (hidden already: remove_agent hides before it purges)

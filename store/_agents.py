@@ -37,6 +37,8 @@ class AgentsMixin(StoreBase):
         cwd: str | None = None,
         policy: str | None = None,
         mcp: str | None = None,
+        priority: str | None = None,
+        budget: Any = None,
     ) -> AgentRecord:
         """A new running agent with an empty history. ``parent_uuid`` places it
         in the tree (a spawned child) without inheriting history; see fork().
@@ -59,11 +61,18 @@ class AgentsMixin(StoreBase):
                 cwd=cwd,
                 policy=policy,
                 mcp=mcp,
+                priority=priority,
             )
+            if budget is not None:  # a store.Budget, checked and written in this transaction
+                self._put_budget(conn, record.uuid, budget)
             if system_prompt:
                 self._insert(conn, record.uuid, [Prepared("system", system_prompt)])
         self._ranges[record.uuid] = ((record.uuid, None),)
         return record
+
+    def _put_budget(self, conn: sa.Connection, agent_uuid: str, budget: Any) -> None:
+        """Check and write a budget (store/_budgets.py, which the Store puts first)."""
+        raise NotImplementedError
 
     def get_agent(self, uuid: str) -> AgentRecord:
         """The agent with exactly this id; AgentNotFound otherwise."""
@@ -216,6 +225,15 @@ class AgentsMixin(StoreBase):
             conn.execute(agents.update().where(agents.c.uuid == uuid).values(system_prompt=prompt))
             return agent_record(self._agent_row(conn, uuid))
 
+    def set_priority(self, uuid: str, priority: str | None) -> AgentRecord:
+        """The agent's own priority in the provider limiter (None: each turn's)."""
+        if priority is not None and priority not in ("interactive", "background"):
+            raise ValueError(f"priority must be interactive or background, not {priority!r}")
+        with self._write() as conn:
+            self._agent_row(conn, uuid)
+            conn.execute(agents.update().where(agents.c.uuid == uuid).values(priority=priority))
+            return agent_record(self._agent_row(conn, uuid))
+
     def fork(
         self,
         parent_uuid: str,
@@ -229,6 +247,8 @@ class AgentsMixin(StoreBase):
         cwd: str | None = None,
         policy: str | None = None,
         mcp: str | None = None,
+        priority: str | None = None,
+        budget: Any = None,
     ) -> AgentRecord:
         """A new running agent that inherits the parent's history up to
         ``at_message_id`` (default: the newest row the parent sees). Nothing is
@@ -277,6 +297,7 @@ class AgentsMixin(StoreBase):
                 cwd=cwd if cwd is not None else parent.cwd,
                 policy=policy if policy is not None else parent.policy,
                 mcp=mcp if mcp is not None else parent.mcp,
+                priority=priority if priority is not None else parent.priority,
             )
             data = {"parent_uuid": parent_uuid, "at_message_id": at}
             text = f"forked from {parent.name} ({parent_uuid}) at message {at}"
@@ -284,6 +305,8 @@ class AgentsMixin(StoreBase):
             if system_prompt is not None and system_prompt != parent.system_prompt:
                 rows.append(Prepared("system", system_prompt))
             self._insert(conn, uuid, rows)
+            if budget is not None:  # a store.Budget: no more than the parent has left
+                self._put_budget(conn, uuid, budget)
         # the child's lineage: itself, then the parent's ranges capped at the fork point
         inherited = (
             [] if at is None else [(u, at if hi is None else min(hi, at)) for u, hi in ranges]

@@ -93,6 +93,9 @@ agents = sa.Table(
     # when its rows were purged: the row stays (hidden) only while other
     # agents' lineages still read some of its rows, or it has children (0006)
     sa.Column("purged_at", UTCDateTime(), nullable=True),
+    # its model calls' place in the provider limiter (interactive, background)
+    # for every turn, inherited by forks; NULL: each turn's, by who started it (0007)
+    sa.Column("priority", sa.String(16), nullable=True),
     sa.Index("ix_agents_parent_uuid", "parent_uuid"),
     # a name is unique among live agents; dead ones keep theirs
     sa.Index(
@@ -127,6 +130,14 @@ messages = sa.Table(
         "id",
         sqlite_where=sa.text("kind = 'clear'"),
         postgresql_where=sa.text("kind = 'clear'"),
+    ),
+    # a day's spend (budget.daily_usd, providers.NAME.daily_budget_usd) reads
+    # only the usage rows written since midnight (0008)
+    sa.Index(
+        "ix_messages_spend_day",
+        "created_at",
+        sqlite_where=sa.text("kind IN ('assistant', 'usage')"),
+        postgresql_where=sa.text("kind IN ('assistant', 'usage')"),
     ),
     sqlite_autoincrement=True,  # ids are never reused: history order is id order
 )
@@ -182,6 +193,25 @@ approvals = sa.Table(
     sa.Column("decided_by", sa.Text(), nullable=True),
     sa.Column("reason", sa.Text(), nullable=True),
     sa.Index("ix_approvals_agent_uuid", "agent_uuid"),
+)
+
+# An agent's budget (0008): it applies to the agent and every descendant
+# (on a root, to the whole tree); each limit NULL: none. Spend is never stored
+# here: it is summed from the usage the messages already hold, so it can
+# neither drift from them nor be counted twice after a crash.
+budgets = sa.Table(
+    "budgets",
+    metadata,
+    sa.Column(
+        "agent_uuid", sa.String(AGENT_ID_LEN), sa.ForeignKey("agents.uuid"), primary_key=True
+    ),
+    sa.Column("max_cost_usd", sa.Float(), nullable=True),
+    sa.Column("max_tokens", sa.BigInteger(), nullable=True),
+    sa.Column("max_turns", sa.Integer(), nullable=True),
+    # the cost limit was set knowing the model has no price: its calls count
+    # toward the tokens and turns only
+    sa.Column("allow_unpriced", sa.Boolean(), nullable=False),
+    sa.Column("set_at", UTCDateTime(), nullable=False),
 )
 
 # A view the migrations create (not part of ``metadata``, so autogenerate

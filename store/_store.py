@@ -7,6 +7,7 @@ the transactions, the lineage cache, the shared row writers):
     _messages.py  append rows; history and replay (folding: _replay.py)
     _mail.py      send, inbox, mark read
     _usage.py     token totals and cost
+    _budgets.py   budgets over agent trees, and the spend they are checked against
     _turns.py     the durable prompt queue and turn boundaries
     _approvals.py tool calls asked about, and the permission rows of decisions
     _admin.py     rename, remove and purge; last activity; a lineage's outline
@@ -19,6 +20,7 @@ from __future__ import annotations
 from ._admin import AdminMixin
 from ._agents import AgentsMixin
 from ._approvals import ApprovalsMixin
+from ._budgets import BudgetsMixin
 from ._mail import MailMixin
 from ._messages import MessagesMixin
 from ._transfer import TransferMixin
@@ -28,6 +30,7 @@ from ._usage import UsageMixin
 
 class Store(
     TransferMixin,  # first: it builds on AgentsMixin
+    BudgetsMixin,  # before AgentsMixin: create_agent and fork write budgets through it
     AgentsMixin,
     MessagesMixin,
     MailMixin,

@@ -60,6 +60,9 @@ class AgentRecord(msgspec.Struct, frozen=True, kw_only=True):
     policy: str | None = None  # its policy chain, JSON list of names; None: the default
     mcp: str | None = None  # its MCP servers, JSON list of names; None: the configured defaults
     hidden_at: datetime | None = None  # removed from listings (agent.remove); None: listed
+    # its model calls' place in the provider limiter: interactive or
+    # background; None: each turn's, by who started it (0007)
+    priority: str | None = None
 
     @property
     def alive(self) -> bool:

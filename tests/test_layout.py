@@ -166,6 +166,7 @@ def _family(method: str) -> str:
         "agent.export": "transfer",
         "agent.import": "transfer",
         "agent.approve": "approvals",
+        "agent.set_budget": "budgets",
     }
     if method in fixed:
         return fixed[method]
@@ -178,6 +179,7 @@ def _family(method: str) -> str:
         "daemon": "daemon",
         "models": "daemon",
         "providers": "daemon",
+        "fleet": "fleet",
     }[prefix]
 
 

@@ -48,5 +48,9 @@ class Limiters:
             if name == provider:
                 limiter.configure(config or LimiterConfig())
 
+    def configured(self) -> list[str]:
+        """The providers whose limits config sets."""
+        return list(self._configs)
+
     def snapshot(self) -> list[LimiterSnapshot]:
         return [self._limiters[k].snapshot() for k in sorted(self._limiters)]

@@ -33,8 +33,14 @@ def _with_ops(fn: Any) -> Handler:
 @_with_ops
 async def _fork(args: dict[str, Any], ctx: ToolContext, ops: AgentOps) -> ToolOutput:
     name = args.get("name")
+    limits = {k: args[k] for k in ("max_cost_usd", "max_tokens", "max_turns") if k in args}
     child = await ops.fork(
-        ctx.agent_uuid, prompt=args["prompt"], model=args.get("model"), name=name
+        ctx.agent_uuid,
+        prompt=args["prompt"],
+        model=args.get("model"),
+        name=name,
+        # only when asked: the ops of older callers take no budget
+        **({"budget": limits} if limits else {}),
     )
     called = f" ({name})" if name else ""
     return ToolOutput(
@@ -106,6 +112,24 @@ def agent_tools(*, wait_max: float = 1800.0) -> list[ToolSpec]:
                         ),
                     },
                     "name": {"type": "string", "minLength": 1, "description": "A name for it."},
+                    "max_cost_usd": {
+                        "type": "number",
+                        "exclusiveMinimum": 0,
+                        "description": (
+                            "A budget for the child and its own forks, in US dollars: "
+                            "at most what your budget has left."
+                        ),
+                    },
+                    "max_tokens": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "A limit on the tokens the child may spend.",
+                    },
+                    "max_turns": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "A limit on the child's turns.",
+                    },
                 },
                 "required": ["prompt"],
                 "additionalProperties": False,

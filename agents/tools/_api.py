@@ -38,10 +38,17 @@ class AgentOps(Protocol):
     """
 
     async def fork(
-        self, parent: str, *, prompt: str | None, model: str | None, name: str | None
+        self,
+        parent: str,
+        *,
+        prompt: str | None,
+        model: str | None,
+        name: str | None,
+        budget: dict[str, Any] | None = None,
     ) -> str:
         """Fork ``parent`` at its last completed message; start ``prompt`` at
-        once. Returns the child uuid."""
+        once. Returns the child uuid. ``budget``: max_cost_usd, max_tokens,
+        max_turns (never more than the parent has left)."""
         ...
 
     async def kill(self, caller: str, target: str) -> list[str]:

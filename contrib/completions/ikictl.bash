@@ -23,16 +23,19 @@ _ikictl() {
       return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "new send watch fork model system cancel kill rename rm prune ls show history export import usage clear mark rewind compact mail models status daemon keys chat approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "new send watch fork model system priority budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact mail models status daemon keys chat approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
     return
   fi
   case "$cmd" in
-    new) opts="-h --help --json --no-autostart --socket --model -m --name -n --system -s --cwd -C --policy --yolo --mcp --no-mcp --no-thinking --no-wait --verbose -v --quiet -q"; agents=0; files=0; choices="" ;;
+    new) opts="-h --help --json --no-autostart --socket --model -m --name -n --system -s --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --no-thinking --no-wait --verbose -v --quiet -q"; agents=0; files=0; choices="" ;;
     send) opts="-h --help --json --no-autostart --socket --continue -c --no-thinking --no-wait --verbose -v"; agents=1; files=0; choices="" ;;
     watch) opts="-h --help --json --no-autostart --socket --from --until-idle --no-thinking"; agents=1; files=0; choices="" ;;
-    fork) opts="-h --help --json --no-autostart --socket --model -m --at --name -n --cwd -C --policy --yolo --mcp --no-mcp --no-thinking --no-wait --verbose -v --quiet -q"; agents=1; files=0; choices="" ;;
+    fork) opts="-h --help --json --no-autostart --socket --model -m --at --name -n --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --no-thinking --no-wait --verbose -v --quiet -q"; agents=1; files=0; choices="" ;;
     model) opts="-h --help --json --no-autostart --socket --queue"; agents=1; files=0; choices="" ;;
     system) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
+    priority) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
+    budget) opts="-h --help --json --no-autostart --socket --max-tokens --max-turns --allow-unpriced --clear"; agents=1; files=0; choices="" ;;
+    top) opts="-h --help --json --no-autostart --socket --interval -i --count -n"; agents=0; files=0; choices="" ;;
     cancel) opts="-h --help --json --no-autostart --socket --at-boundary"; agents=1; files=0; choices="" ;;
     kill) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
     rename) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;

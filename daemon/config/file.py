@@ -21,6 +21,7 @@ from msgspec import Meta
 
 from agents.permissions import Permissions
 from daemon.config._messages import ConfigError, convert, type_words
+from daemon.config.budget import BudgetConfig
 from daemon.config.context import ContextConfig, context_fault
 from daemon.config.mcp import McpServerConfig, mcp_servers_one_by_one
 from daemon.config.policy import PolicyConfig, policy_fault
@@ -67,6 +68,9 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     context: ContextConfig = msgspec.field(default_factory=ContextConfig)
     mcp_servers: dict[str, McpServerConfig] = msgspec.field(default_factory=dict)
     stream: StreamConfig = msgspec.field(default_factory=StreamConfig)
+    budget: BudgetConfig = msgspec.field(default_factory=BudgetConfig)
+    # false: no provider limiter at all (the benchmarks' baseline); read at start
+    provider_limiter: bool = True
 
     @property
     def tool_folder_paths(self) -> list[Path]:

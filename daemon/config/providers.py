@@ -16,6 +16,7 @@ from typing import Annotated, Any, Protocol
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from agents.limiter import LimiterConfig
 from daemon.config._messages import CHOICES, ConfigError, convert, type_words
 from daemon.config.context import ModelLimitsConfig
 from protocol.jsontext import json_kind
@@ -33,12 +34,14 @@ __all__ = [
     "build_catalog",
     "check_model",
     "check_providers",
+    "limiter_configs",
     "model_text",
     "providers_one_by_one",
     "settings_factory",
 ]
 
 Positive = Annotated[float, Meta(gt=0)]
+PositiveInt = Annotated[int, Meta(ge=1)]
 NonNegativeInt = Annotated[int, Meta(ge=0)]
 
 
@@ -58,6 +61,28 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     max_retries: NonNegativeInt | UnsetType = UNSET
     dialect: list[str] | UnsetType = UNSET
     models: dict[str, ModelLimitsConfig] = msgspec.field(default_factory=dict)
+    # the provider limiter (agents/limiter) of each of its keys: calls in
+    # flight (UNSET: the provider's default) and rates (UNSET: only what the
+    # provider's own headers say)
+    max_concurrent: PositiveInt | UnsetType = UNSET
+    requests_per_minute: Positive | UnsetType = UNSET
+    input_tokens_per_minute: Positive | UnsetType = UNSET
+    output_tokens_per_minute: Positive | UnsetType = UNSET
+    # US dollars its calls may cost per UTC day (agents/budget.py); UNSET: no limit
+    daily_budget_usd: Positive | UnsetType = UNSET
+
+    def limiter_config(self) -> LimiterConfig:
+        """What this provider's limiters are told (checked by msgspec already)."""
+
+        def given(value: Any) -> Any:
+            return None if value is UNSET else value
+
+        return LimiterConfig(
+            max_concurrent=given(self.max_concurrent),
+            requests_per_minute=given(self.requests_per_minute),
+            input_tokens_per_minute=given(self.input_tokens_per_minute),
+            output_tokens_per_minute=given(self.output_tokens_per_minute),
+        )
 
     @property
     def key_env_list(self) -> list[str] | None:
@@ -116,6 +141,10 @@ def check_providers(providers: Mapping[str, ProviderConfig], catalog: Catalog, w
             raise ConfigError(f"{at}: a provider name must be non-empty and contain no '/'")
         if pc.base_url is not None and not pc.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"{at}.base_url: must start with http:// or https://")
+        try:
+            pc.limiter_config()
+        except ValueError as e:  # what msgspec lets through: an infinite rate
+            raise ConfigError(f"{at}.{e}") from None
         if pc.dialect is not UNSET:
             unknown = sorted(set(pc.dialect) - DIALECT_FLAGS)
             if unknown:
@@ -134,6 +163,12 @@ def check_providers(providers: Mapping[str, ProviderConfig], catalog: Catalog, w
             check_model(
                 f"{name}/{pc.default_model}", catalog, f"{where}: providers.{name}.default_model"
             )
+
+
+def limiter_configs(config: HasProviders) -> dict[str, LimiterConfig]:
+    """provider name -> its limiters' config, for every provider config names
+    (the others run with the defaults)."""
+    return {name: pc.limiter_config() for name, pc in config.providers.items()}
 
 
 def check_model(text: str, catalog: Catalog, at: str) -> None:

@@ -1,7 +1,7 @@
 """The methods on one agent's life: ``agent.create``, ``agent.list``,
 ``agent.show``, ``agent.prompt``, ``agent.subscribe`` / ``agent.unsubscribe``,
-``agent.cancel``, ``agent.kill``, ``agent.fork``, ``agent.set_model`` and
-``agent.set_system``. See docs/protocol.md."""
+``agent.cancel``, ``agent.kill``, ``agent.fork``, ``agent.set_model``,
+``agent.set_system`` and ``agent.set_priority``. See docs/protocol.md."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import protocol as p
 from daemon.methods._context import context_of
+from daemon.methods.budgets import budget_info, to_budget
 from daemon.methods.refusals import refusals
 from daemon.methods.shapes import model_info, plain, stamp
 from protocol import params as P
@@ -40,6 +41,7 @@ class AgentsApi:
             p.AGENT_FORK: self.fork,
             p.AGENT_SET_MODEL: self.set_model,
             p.AGENT_SET_SYSTEM: self.set_system,
+            p.AGENT_SET_PRIORITY: self.set_priority,
         }
 
     async def create(self, conn: Connection, params: P.Create) -> R.Created:
@@ -52,6 +54,8 @@ class AgentsApi:
                 cwd=params.cwd,
                 policy=params.policy,
                 mcp=params.mcp,
+                priority=params.priority,
+                budget=to_budget(params.budget),
             )
         info = await self.host._described(record)
         created: R.Created = {"agent": info, "model": model_info(resolved), "turn": turn}
@@ -115,6 +119,7 @@ class AgentsApi:
             "last_turn": last_turn,
             "context": await context_of(self.sup, record.uuid),
             "last_active_at": stamp(active.get(record.uuid, record.created_at)),
+            "budget": await budget_info(self.db, record.uuid),
         }
 
     async def prompt(self, conn: Connection, params: P.Prompt) -> R.Queued | R.TurnOutcome:
@@ -163,6 +168,8 @@ class AgentsApi:
                 cwd=params.cwd,
                 policy=params.policy,
                 mcp=params.mcp,
+                priority=params.priority,
+                budget=to_budget(params.budget),
             )
         info = await self.host._described(child)
         created: R.Created = {"agent": info, "model": model_info(resolved), "turn": turn}
@@ -179,3 +186,9 @@ class AgentsApi:
         with refusals():
             await self.sup.set_system(actor.uuid, params.text)
         return {"ok": True}
+
+    async def set_priority(self, conn: Connection, params: P.SetPriority) -> R.PrioritySet:
+        actor = await self.host._actor(params.agent)
+        with refusals():
+            priority = await self.sup.set_priority(actor.uuid, params.priority)
+        return {"agent": actor.uuid, "priority": priority}

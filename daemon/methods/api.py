@@ -16,7 +16,9 @@ from agents.permissions import parse_chain
 from daemon.methods.admin import AdminApi
 from daemon.methods.agents import AgentsApi
 from daemon.methods.approvals import ApprovalsApi
+from daemon.methods.budgets import BudgetsApi
 from daemon.methods.daemon import DaemonApi
+from daemon.methods.fleet import FleetApi
 from daemon.methods.history import HistoryApi
 from daemon.methods.mail import MailApi
 from daemon.methods.mcp import McpApi, agent_servers
@@ -59,12 +61,14 @@ class Api:
         return {
             **DaemonApi(self).handlers(),
             **AgentsApi(self).handlers(),
+            **BudgetsApi(self).handlers(),
             **HistoryApi(self).handlers(),
             **MailApi(self).handlers(),
             **ApprovalsApi(self).handlers(),
             **McpApi(lambda: self.sup.deps.mcp).handlers(),
             **AdminApi(self).handlers(),
             **TransferApi(self).handlers(),
+            **FleetApi(self).handlers(),
         }
 
     # ------------------------------------------------------------ helpers
@@ -152,6 +156,7 @@ class Api:
             "policy": perms.names(chain),
             "yolo": perms.is_yolo(chain),
             "mcp": agent_servers(self.sup, record, actor is not None),
+            "priority": actor.priority if actor else record.priority,
         }
 
     # ------------------------------------------------------------ daemon
@@ -172,6 +177,7 @@ class Api:
             "error": plain(ended.error),
             "usage": tokens(ended.usage),
             "cost_usd": ended.cost_usd,
+            **({"message": ended.message} if ended.message else {}),  # type: ignore[typeddict-item]
         }
 
     async def _created(self, created: R.Created, wait: bool) -> R.Created:

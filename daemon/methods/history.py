@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 import protocol as p
 from daemon.methods._context import compacted
 from daemon.methods.blocks import lineage_facts, row_extras
+from daemon.methods.budgets import budget_info
 from daemon.methods.refusals import refusals
 from daemon.methods.shapes import plain, stamp
 
@@ -107,6 +108,7 @@ class HistoryApi:
         report: R.UsageReport = plain(
             await self.db.usage(record.uuid, descendants=params.descendants)
         )
+        report["budget"] = await budget_info(self.db, record.uuid)
         return report
 
     async def _history_op(self, ref: str, kind: P.HistoryOp, label: str | None) -> R.MessageId:

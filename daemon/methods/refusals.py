@@ -9,13 +9,14 @@ from contextlib import contextmanager
 
 import protocol as p
 from agents import AgentError
-from store import AgentNotFound, StoreError
+from store import AgentNotFound, InvalidBudget, StoreError
 
 __all__ = ["refusals"]
 
 # the first match wins: subclasses before their bases
 _REFUSALS: tuple[tuple[type[Exception], int], ...] = (
     (AgentNotFound, p.AGENT_NOT_FOUND),
+    (InvalidBudget, p.INVALID_PARAMS),  # a budget's value names its field
     (AgentError, p.REFUSED),
     (StoreError, p.REFUSED),
 )

@@ -39,6 +39,8 @@ from daemon.config import (
     ConfigError,
     build_catalog,
     build_permissions,
+    daily_limits,
+    limiter_configs,
     load_config,
     settings_factory,
     tool_env,
@@ -242,7 +244,11 @@ class Daemon:
         assert self.pool is not None and self.sup is not None
         # one catalog for everyone who reads it: the pool (wire APIs, pricing of
         # turns), model texts (through the pool) and the Api (through the pool)
-        self.pool.reset(settings_factory(config, credentials, self.env, catalog), catalog=catalog)
+        self.pool.reset(
+            settings_factory(config, credentials, self.env, catalog),
+            catalog=catalog,
+            limits=limiter_configs(config),
+        )
         self.config = config
         # what a reload changes: keys, providers and their settings, the default
         # model and the agents' limits; tools and the database are read at start only
@@ -253,6 +259,7 @@ class Daemon:
         self.sup.config.compact_at = config.context.compact_at
         self.sup.config.summary_model = config.context.summary_model
         self.sup.config.tool_result_share = config.context.tool_result_share
+        self.sup.config.daily = daily_limits(config)  # the next model call is checked by it
         self.sup.config.retry.transient_retries = _transient_retries(config)
         # every actor shares sup.deps: the next tool call is checked by the new rules
         self.sup.deps.permissions = build_permissions(config, sandbox_available=self.sandbox_ok)
@@ -287,7 +294,12 @@ class Daemon:
             db_lock.release()
             raise
         try:
-            self.pool = ProviderPool(catalog=catalog, settings=settings)
+            self.pool = ProviderPool(
+                catalog=catalog,
+                settings=settings,
+                limits=limiter_configs(config),
+                limit=config.provider_limiter,
+            )
             # tools never see a key: not in their environment, not through the file tools
             tools = await _tools(
                 config,
@@ -303,6 +315,7 @@ class Daemon:
                 compact_at=config.context.compact_at,
                 summary_model=config.context.summary_model,
                 tool_result_share=config.context.tool_result_share,
+                daily=daily_limits(config),
             )
             self.sandbox_ok = await trio.to_thread.run_sync(_sandbox_available)
             if not self.sandbox_ok:

@@ -187,13 +187,23 @@ class Contender:
 class Daemon(Contender):
     name = "ikigaid"
 
-    def __init__(self, base_url: str, db_url: str | None = None) -> None:
+    def __init__(self, base_url: str, db_url: str | None = None, *, limiter: bool = True) -> None:
         super().__init__()
         self.db_url = db_url
+        if not limiter:
+            self.name = "no limiter"
         cfg = {
             "default_model": MODEL,
+            # the fake takes any load: a cap that never binds, so the rows
+            # measure the event path (and the limiter's cost), not its waits
+            "provider_limiter": limiter,
             "providers": {
-                "anthropic": {"base_url": base_url, "read_timeout": 120, "connect_timeout": 60}
+                "anthropic": {
+                    "base_url": base_url,
+                    "read_timeout": 120,
+                    "connect_timeout": 60,
+                    "max_concurrent": 1_000_000,
+                }
             },
         }
         (self.home / "config.json").write_text(json.dumps(cfg))
@@ -383,6 +393,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             uuids = await create_agents(daemon.sock, most)
             await trio.sleep(1.0)
             rss_idle_n = rss_kib(daemon.pid)
+            agents_of: dict[str, list[str]] = {}  # a contender's own agents, where not uuids
 
             async def one(
                 c: Contender,
@@ -398,7 +409,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         c.sock,
                         c.pid,
                         fake,
-                        uuids[: load.agents],
+                        agents_of.get(c.name, uuids)[: load.agents],
                         next(counter),
                         deltas=load.deltas,
                         rate=load.rate,
@@ -446,6 +457,27 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "us CPU per delivered event (comparison: lean relay floor, own process)",
                 median([r.cpu / max(1, r.received) * 1e6 for r in ours]),
                 median([r.cpu / max(1, r.received) * 1e6 for r in floor]),
+                "lower",
+            )
+
+            # the limiter's own cost: the same load through a daemon without it
+            lim_load = next((ld for ld in loads if ld.agents == 100), loads[len(loads) // 2])
+            off = Daemon(fake.base_url, limiter=False)
+            contenders.append(off)  # stopped and cleaned up with the others
+            await off.start()
+            agents_of[off.name] = await create_agents(off.sock, lim_load.agents)
+            await one(off, plan["warmup"])
+            on_runs: list[RunResult] = []
+            off_runs: list[RunResult] = []
+            for rep in range(reps):
+                pair = [(daemon, on_runs), (off, off_runs)]
+                for c, into in pair if rep % 2 == 0 else pair[::-1]:
+                    into.append(await one(c, lim_load))
+            table.row(
+                f"daemon CPU per event, limiter on vs off, {lim_load.label}",
+                "us CPU per delivered event (comparison: the same daemon with provider_limiter false)",
+                median([r.cpu / max(1, r.received) * 1e6 for r in on_runs]),
+                median([r.cpu / max(1, r.received) * 1e6 for r in off_runs]),
                 "lower",
             )
 

@@ -29,7 +29,7 @@ Results = dict[str, Any]
 Row = dict[str, Any]
 
 
-# ------------------------------------------------------------------ goals (issues 18 and 28)
+# ------------------------------------------------------------------ goals (issues 18, 28 and 29)
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,27 @@ GOALS = [
         "ratio",
         lambda x: x <= 3.0,
         "<= 3x",
+    ),
+    Goal(
+        "50 agents on one limited key finish within 1.3x of the fewest seconds the limit allows",
+        "limiter: 50 agents, limiter on: time to the last turn's end vs the fewest the limit allows",
+        "ratio",
+        lambda x: x <= 1.3,
+        "<= 1.3x",
+    ),
+    Goal(
+        "50 agents on one limited key see at most a handful (5) of 429s",
+        "limiter: 50 agents, 429s",
+        "ours",
+        lambda x: x <= 5,
+        "<= 5",
+    ),
+    Goal(
+        f"the limiter costs within 5% of daemon CPU per delivered event, {E2E_100}",
+        f"e2e: daemon CPU per event, limiter on vs off, {E2E_100}",
+        "ratio",
+        lambda x: x <= 1.05,
+        "<= 1.05x",
     ),
     *[
         Goal(
@@ -398,7 +419,13 @@ least possible work (the lean relay of the e2e rows is that floor).
   floor of importing its stack), `bench_scrub.py` (a log line through the
   redaction chain and `scrub()` alone, CPU per line; comparison: a copy of
   the scrubber before it caught pieces cut from the middle of a key, on the
-  same lines, repetitions interleaved).
+  same lines, repetitions interleaved), `bench_limiter.py` (50 agents at once
+  on one key the fake provider limits, with each wire API's real rate-limit
+  headers and 429s, in one process on the mock clock; comparison: the same
+  load with the provider limiter off: 429s, retries, turns completed,
+  provider requests and time, and the time against the fewest seconds the
+  limit allows). `bench_e2e.py` also runs its 100-agent load through a second
+  daemon with `provider_limiter: false`: the limiter's own CPU per event.
 """
 
 _TAIL = """\

@@ -71,6 +71,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "mcp": ([], ["--calls", "50"]),
     "scrub": ([], ["--lines", "300", "--reps", "9"]),
     "e2e": ([], ["--quick"]),
+    "limiter": ([], ["--agents", "20", "--tpm", "24000"]),
 }
 ALIASES = {
     "codec": ["openai", "anthropic", "google"],

@@ -78,6 +78,10 @@ def test_goals_met_not_met_and_not_measured() -> None:
         "ikictl: ikictl ls --no-autostart (no daemon, exit 3), median": "not measured",
         "scrub: log-line scrub, turn lines": "not measured",
         "scrub: log-line scrub, error lines": "not measured",
+        # issue 29's
+        "limiter: 50 agents, limiter on: time to the last turn's end vs the fewest the limit allows": "not measured",
+        "limiter: 50 agents, 429s": "not measured",
+        "e2e: daemon CPU per event, limiter on vs off, 100 agents x 50/s": "not measured",
     }
 
 

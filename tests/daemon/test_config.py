@@ -165,14 +165,16 @@ def test_unknown_top_level_key_is_named():
         f"{FILE}: default_modle: unknown key (known keys: default_model, default_thinking, "
         "providers, max_output_tokens, max_tool_turns, tool_folders, tools, fallback_models, "
         "autostart, database_url, log_level, shutdown_grace, max_line_bytes, policy, policies, "
-        "approval_timeout, context, mcp_servers, stream)"
+        "approval_timeout, context, mcp_servers, stream, budget, provider_limiter)"
     )
 
 
 def test_unknown_provider_key_is_named_with_its_provider():
     assert bad({"providers": {"openai": {"timeout": 3}}}) == (
         f"{FILE}: providers.openai.timeout: unknown key (known keys: base_url, api, key_env, "
-        "default_model, extra_headers, connect_timeout, read_timeout, max_retries, dialect, models)"
+        "default_model, extra_headers, connect_timeout, read_timeout, max_retries, dialect, models, "
+        "max_concurrent, requests_per_minute, input_tokens_per_minute, output_tokens_per_minute, "
+        "daily_budget_usd)"
     )
 
 
@@ -682,3 +684,53 @@ def test_max_line_bytes_is_bounded(tmp_path):
     with pytest.raises(ConfigError, match="max_line_bytes"):
         parse_config(b'{"max_line_bytes": 1099511627776}', tmp_path / "config.json")
     assert parse_config(b'{"max_line_bytes": 67108864}', tmp_path / "config.json").max_line_bytes == 1 << 26
+
+
+# ------------------------------------------------------------------ the provider limiter
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("max_concurrent", 0, "Expected integer >= 1"),
+        ("max_concurrent", -3, "Expected integer >= 1"),
+        ("max_concurrent", 2.5, "Expected integer, got number"),
+        ("max_concurrent", "8", "Expected integer, got str"),
+        ("max_concurrent", True, "Expected integer, got bool"),
+        ("requests_per_minute", 0, "Expected number > 0.0"),
+        ("requests_per_minute", -50, "Expected number > 0.0"),
+        ("requests_per_minute", "fast", "Expected number, got str"),
+        ("input_tokens_per_minute", 0, "Expected number > 0.0"),
+        ("input_tokens_per_minute", None, "Expected number, got null"),
+        ("output_tokens_per_minute", -1.5, "Expected number > 0.0"),
+        ("output_tokens_per_minute", [8000], "Expected number, got list"),
+    ],
+)
+def test_a_bad_limit_is_refused_naming_its_field(field, value, message):
+    assert bad({"providers": {"anthropic": {field: value}}}) == (
+        f"{FILE}: providers.anthropic.{field}: {message}"
+    )
+
+
+def test_an_infinite_rate_is_refused_naming_its_field():
+    # msgspec reads 1e999 as inf, which its bound lets through
+    raw = '{"providers": {"openai": {"requests_per_minute": 1e999}}}'
+    assert bad(raw) == f"{FILE}: providers.openai.requests_per_minute must be above 0, not inf"
+
+
+def test_limits_reach_the_limiter_config():
+    from agents.limiter import LimiterConfig
+    from daemon.config import limiter_configs
+
+    cfg = config(
+        anthropic={"max_concurrent": 3, "requests_per_minute": 50, "input_tokens_per_minute": 30000},
+        openai={"output_tokens_per_minute": 8000.5},
+        google={},
+    )
+    assert limiter_configs(cfg) == {
+        "anthropic": LimiterConfig(
+            max_concurrent=3, requests_per_minute=50, input_tokens_per_minute=30000
+        ),
+        "openai": LimiterConfig(output_tokens_per_minute=8000.5),
+        "google": LimiterConfig(),
+    }

@@ -185,8 +185,22 @@ _by_field: dict[str, Any] = {
     "reason": _plain | st.none(),
     "turn": st.sampled_from(["nope-1"]) | _plain,
     "document": _values,
+    "priority": st.sampled_from(["interactive", "background", "urgent"]) | st.none(),
+    "budget": st.fixed_dictionaries(
+        {},
+        optional={
+            "max_cost_usd": st.floats() | st.integers(-2, 3) | _plain,
+            "max_tokens": st.integers(-2, 10**6),
+            "max_turns": st.integers(-2, 50),
+            "allow_unpriced": st.booleans(),
+        },
+    )
+    | st.none(),
+    # fleet.snapshot's long poll: short waits (the canary's turns change the fleet every few seconds)
+    "since": st.integers(-2, 50) | st.none(),
+    "wait_s": st.sampled_from([0, 0.05, 0.5, -1, 61]) | st.floats(),
 }
-_BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread", "blocks", "signatures", "purge", "force", "dry_run"}
+_BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread", "blocks", "signatures", "purge", "force", "dry_run", "clear"}
 
 
 @st.composite

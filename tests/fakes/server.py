@@ -6,7 +6,8 @@ rendered by the wire module that owns the request's path, then written with
 the reply's chunking, delays and fault. Every request is recorded.
 ``windows={model: tokens}`` gives models a context window: their requests are
 counted, refused with the wire's context-length error when they do not fit,
-and their count endpoints answered (tests/fakes/window.py).
+and their count endpoints answered (tests/fakes/window.py). ``limit=KeyLimit(...)``
+enforces a real rate limit with the wire's headers (tests/fakes/ratelimit.py).
 
     async with fake_provider() as fake:          # or the ``fake_provider`` fixture
         fake.push(Reply(text="hello"))
@@ -30,6 +31,7 @@ import trio
 
 from tests._ready import READY_TIMEOUT
 
+from .ratelimit import KeyLimit
 from .recorded import RecordedRequest
 from .script import Disconnect, HttpError, Malformed, NeverAnswer, Raw, RawStream, Reply, Stall
 from .window import fake_tokens, model_of, requested_output
@@ -50,8 +52,10 @@ class FakeProvider:
         responder: Responder | None = None,
         windows: dict[str, int] | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        limit: KeyLimit | None = None,
     ) -> None:
         self.requests: list[RecordedRequest] = []
+        self.limit = limit
         # serve HTTPS with this context (tests/fakes/tls.py); base_url names localhost
         self.ssl_context = ssl_context
         self.default = default
@@ -217,6 +221,12 @@ class FakeProvider:
         if await self._windowed(stream, conn, request):
             return
         reply = self._reply_for(request)
+        wire_of = wire_for(request.method, request.path)
+        if self.limit is not None and reply is not None and wire_of is not None:
+            refusal, limited = self.limit.admit(request, wire_of.NAME)  # counts request.tokens
+            if refusal is not None:
+                reply = dataclasses.replace(reply, fault=refusal, delay=0.0)
+            reply = dataclasses.replace(reply, headers={**limited, **reply.headers})
         if reply is not None and request.tokens is not None:
             # the provider reports what it counted, whatever the script says
             reply = dataclasses.replace(reply, usage=dataclasses.replace(reply.usage, input=request.tokens))

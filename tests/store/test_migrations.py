@@ -13,7 +13,7 @@ from providers.types import Message, TextBlock
 from store import SchemaDrift, SchemaOutOfDate, Store, display_url, migrate
 from store._schema import metadata
 
-TABLES = {"agents", "messages", "mail", "prompt_queue", "approvals"}
+TABLES = {"agents", "messages", "mail", "prompt_queue", "approvals", "budgets"}
 
 
 def tables(url: str) -> set[str]:
@@ -98,6 +98,7 @@ def test_models_declare_what_the_migration_builds() -> None:
     assert {i.name for i in metadata.tables["messages"].indexes} == {
         "ix_messages_agent_uuid_id",
         "ix_messages_clear",
+        "ix_messages_spend_day",
     }
 
 

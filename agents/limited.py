@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
+import msgspec
 import trio
 
 from providers.ratelimits import RateLimits
@@ -50,6 +51,11 @@ class Passage:
 
     def learn(self, facts: RateLimits) -> None:
         if self._slot is not None:
+            if facts.retry_after is not None:
+                # whether a retry-after pauses the key is wall()'s call, as the
+                # retry policy judges it: a wait longer than the policy holds
+                # a turn for fails that turn and holds nobody else
+                facts = msgspec.structs.replace(facts, retry_after=None)
             self._slot.learn(facts)
 
     def done(self, usage: Usage) -> None:
@@ -112,7 +118,10 @@ async def passage(
         nonlocal waited, last_report
         if not waited:
             waited = True
-            host.set_state("waiting_for_provider")
+            # a retry held by the key's pause is still "retrying" to whoever
+            # watches the agent; the provider_wait events say what it waits on
+            if before != "retrying":
+                host.set_state("waiting_for_provider")
         now = trio.current_time()
         if now - last_report < _REPORT_EVERY_S:
             return

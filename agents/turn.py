@@ -458,10 +458,11 @@ class Turn(FittingSteps):
                     return None, None  # not made: it could cross a budget
                 attempt += 1
                 self.model_calls += 1
-                host.set_state("waiting_for_llm")
                 acc = Accumulator(provider=provider_name)
                 provider = self.deps.pool.get(provider_name, model)
+                # a retry waiting in the key's queue stays "retrying" (limited.py)
                 async with self._passage(provider_name, request) as slot:
+                    host.set_state("waiting_for_llm")
                     async with provider.stream(request, on_limits=slot.learn) as events:
                         burst = 0
                         async for event in events:

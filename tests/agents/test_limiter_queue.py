@@ -53,9 +53,11 @@ async def test_a_tree_of_two_is_not_starved_by_a_tree_of_forty(autojump_clock):
     assert len(small) == 20 and log.started.count("big") == 120
     for _, asked_at, started_at, waited in small:
         # between asking and starting, the big tree started at most one call
-        # per small-tree call ahead in its own tree (at most one) plus one
+        # per small-tree call ahead in its own tree (at most one) plus one,
+        # plus one granted at the same virtual instant the small call asked
+        # but not yet logged (trio runs same-instant tasks in either order)
         big_between = log.started[asked_at:started_at].count("big")
-        assert big_between <= 2
+        assert big_between <= 3
         # one in flight, one big, one small, one big: a round of the queue
         assert waited <= 4 * HOLD
     # without fairness the small tree's first call would have waited behind all 40

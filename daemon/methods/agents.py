@@ -11,22 +11,16 @@ import protocol as p
 from daemon.methods._context import context_of
 from daemon.methods.budgets import budget_info, to_budget
 from daemon.methods.refusals import refusals
-from daemon.methods.shapes import model_info, plain, stamp
+from daemon.methods.shapes import Family, model_info, plain, stamp
 from protocol import params as P
 from protocol import results as R
 
 if TYPE_CHECKING:
-    from daemon.methods.shapes import ApiHost
     from daemon.server import Connection, Handler
 
 
-class AgentsApi:
+class AgentsApi(Family):
     """Create, prompt, fork, switch, cancel and kill agents."""
-
-    def __init__(self, host: ApiHost) -> None:
-        self.host = host
-        self.sup = host.sup
-        self.db = host.db
 
     def handlers(self) -> dict[str, Handler]:
         return {

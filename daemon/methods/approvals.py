@@ -9,23 +9,17 @@ from typing import TYPE_CHECKING
 
 import protocol as p
 from daemon.methods.refusals import refusals
-from daemon.methods.shapes import stamp
+from daemon.methods.shapes import Family, stamp
 from protocol import params as P
 from protocol import results as R
 from store import NoSuchApproval
 
 if TYPE_CHECKING:
-    from daemon.methods.shapes import ApiHost
     from daemon.server import Connection, Handler
 
 
-class ApprovalsApi:
+class ApprovalsApi(Family):
     """Pending tool calls a policy asked about, and their answers."""
-
-    def __init__(self, host: ApiHost) -> None:
-        self.host = host
-        self.sup = host.sup
-        self.db = host.db
 
     def handlers(self) -> dict[str, Handler]:
         return {

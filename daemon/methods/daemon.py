@@ -13,23 +13,18 @@ from typing import TYPE_CHECKING
 import httpx
 
 import protocol as p
+from daemon.methods.shapes import Family
 from protocol import params as P
 from protocol import results as R
 from protocol.rows import model_row
 from protocol.version import __version__
 
 if TYPE_CHECKING:
-    from daemon.methods.shapes import ApiHost
     from daemon.server import Connection, Handler
 
 
-class DaemonApi:
+class DaemonApi(Family):
     """The daemon-wide methods."""
-
-    def __init__(self, host: ApiHost) -> None:
-        self.host = host
-        self.sup = host.sup
-        self.db = host.db
 
     def handlers(self) -> dict[str, Handler]:
         return {

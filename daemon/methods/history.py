@@ -14,7 +14,7 @@ from daemon.methods._context import compacted
 from daemon.methods.blocks import lineage_facts, row_extras
 from daemon.methods.budgets import budget_info
 from daemon.methods.refusals import refusals
-from daemon.methods.shapes import plain, stamp
+from daemon.methods.shapes import Family, plain, stamp
 
 if TYPE_CHECKING:
     from daemon.methods.shapes import ApiHost
@@ -77,13 +77,8 @@ async def read_history(host: ApiHost, catalog: Catalog, params: P.History) -> R.
     return {"messages": messages, "more": more}
 
 
-class HistoryApi:
+class HistoryApi(Family):
     """Read an agent's history and usage; clear, mark, rewind and compact its context."""
-
-    def __init__(self, host: ApiHost) -> None:
-        self.host = host
-        self.sup = host.sup
-        self.db = host.db
 
     def handlers(self) -> dict[str, Handler]:
         return {

@@ -6,22 +6,16 @@ from typing import TYPE_CHECKING
 
 import protocol as p
 from daemon.methods.refusals import refusals
-from daemon.methods.shapes import stamp
+from daemon.methods.shapes import Family, stamp
 from protocol import params as P
 from protocol import results as R
 
 if TYPE_CHECKING:
-    from daemon.methods.shapes import ApiHost
     from daemon.server import Connection, Handler
 
 
-class MailApi:
+class MailApi(Family):
     """Mail: sent to a live agent's mailbox (taken as its next prompt), read back."""
-
-    def __init__(self, host: ApiHost) -> None:
-        self.host = host
-        self.sup = host.sup
-        self.db = host.db
 
     def handlers(self) -> dict[str, Handler]:
         return {

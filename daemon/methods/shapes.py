@@ -93,3 +93,13 @@ class ApiHost(Protocol):
 
     # the one mapping of the layers' refusals to protocol errors (api._REFUSALS)
     def _refusals(self) -> AbstractContextManager[None]: ...
+
+
+class Family:
+    """A family of methods (one module of daemon/methods): the host and what
+    every family reads of it, given once."""
+
+    def __init__(self, host: ApiHost) -> None:
+        self.host = host
+        self.sup = host.sup
+        self.db = host.db

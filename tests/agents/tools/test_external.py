@@ -83,15 +83,16 @@ BADJSON = """
     print("a warning", file=sys.stderr)
 """
 
+# bash, not Python: it starts in milliseconds, so even a loaded machine has written the
+# pid file long before the 2 s timeout
 HANG = """
-    if sys.argv[1:] == ["--schema"]:
-        print(json.dumps({"name": "hang", "description": "Never answers.", "timeout": 0.5}))
-        sys.exit(0)
-    import subprocess
-    child = subprocess.Popen(["sleep", "60"])
-    with open(os.environ["PID_FILE"], "w") as f:
-        f.write(f"{os.getpid()} {child.pid}")
-    time.sleep(60)
+    if [ "$1" = --schema ]; then
+        echo '{"name": "hang", "description": "Never answers.", "timeout": 2}'
+        exit 0
+    fi
+    sleep 60 &
+    echo "$$ $!" > "$PID_FILE"
+    wait
 """
 
 
@@ -103,7 +104,7 @@ async def tools(tmp_path: Path) -> tuple[ToolRegistry, list[str]]:
     script(folder, "say", SAY)
     script(folder, "failer", FAILER)
     script(folder, "badjson", BADJSON)
-    script(folder, "hang", HANG)
+    script(folder, "hang", HANG, python=False)
     specs, warnings = await discover_external_tools([folder], timeout=10.0)
     return ToolRegistry(specs), warnings
 
@@ -123,7 +124,7 @@ async def test_discovery_finds_the_good_tools(tools):
     )
     # "type": "object" is filled in; the schema's own timeout wins over the default
     assert reg.get("add").parameters == {"type": "object", "properties": {"n": {"type": "array"}}}
-    assert reg.get("hang").timeout == 0.5
+    assert reg.get("hang").timeout == 2.0
     assert reg.get("add").timeout == 10.0
 
 
@@ -178,9 +179,9 @@ async def test_timeout_kills_the_tool_and_its_children(tools, tmp_path):
     reg, _ = tools
     pid_file = tmp_path / "pids"
     ctx = ToolContext(agent_uuid="a", cwd=tmp_path, env={"PID_FILE": str(pid_file)})
-    with trio.fail_after(5):
+    with trio.fail_after(30):
         result = await run(reg, ctx, "hang")
-    assert (result.content, result.is_error) == ("tool hang timed out after 0.5 s", True)
+    assert (result.content, result.is_error) == ("tool hang timed out after 2 s", True)
     pid, child = map(int, pid_file.read_text().split())
     assert not running(pid)
     assert not running(child)
@@ -191,9 +192,19 @@ async def test_cancelling_the_caller_kills_the_tool(tools, tmp_path):
     reg, _ = tools
     pid_file = tmp_path / "pids"
     ctx = ToolContext(agent_uuid="a", cwd=tmp_path, env={"PID_FILE": str(pid_file)})
-    with trio.move_on_after(0.3) as scope:
-        await reg.run(call("hang"), ctx)
-    assert scope.cancelled_caught
+
+    async def cancel_once_started(scope: trio.CancelScope) -> None:
+        # a file appearing has no event to wait on
+        while not pid_file.exists() or len(pid_file.read_text().split()) < 2:  # noqa: ASYNC110
+            await trio.sleep(0.01)
+        scope.cancel()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(cancel_once_started, nursery.cancel_scope)
+            await reg.run(call("hang"), ctx)
+            pytest.fail("not cancelled")
+    assert nursery.cancel_scope.cancelled_caught
     pid, child = map(int, pid_file.read_text().split())
     assert not running(pid)
     assert not running(child)

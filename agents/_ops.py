@@ -49,6 +49,28 @@ class SupervisorOps:
             )
         return child.uuid
 
+    async def fork_many(
+        self,
+        parent: str,
+        prompts: list[str],
+        *,
+        model: str | None,
+        name: str | None,
+        budget: dict[str, Any] | None = None,
+    ) -> list[str]:
+        names = [None if name is None else f"{name}-{i}" for i in range(1, len(prompts) + 1)]
+        with _refused():
+            limits = None if budget is None else Budget(**budget)
+            forked = await self.sup.fork_many(
+                parent,
+                list(prompts),
+                names=names,
+                model=model,
+                origin="background",
+                budget=limits,
+            )
+        return [child.uuid for child, _, _ in forked]
+
     async def kill(self, caller: str, target: str) -> list[str]:
         with _refused():
             record = await self.sup.resolve(target)

@@ -11,7 +11,7 @@ current provider call or tool batch finish and stops before the next.
 from __future__ import annotations
 
 import uuid as uuidlib
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from providers.types import Message, ThinkingLevel
 from store import AgentRecord, InvalidEntry
 
 from . import _mcp_select as mcp_select
+from ._start import StartAck
 from .compactor import Compactor, CompactOutcome
 from .deps import ActorDeps, AgentConfig
 from .eventlog import EventLog
@@ -46,6 +47,9 @@ class _Prompt:
     # who started it: a person (interactive) or agents and mail (background);
     # its model calls' place in the provider limiter unless the agent has its own
     priority: str = "interactive"
+    # an idle agent's prompt is acknowledged by its turn's start (one write,
+    # no queue row): the submitter waits on this for the stored first row
+    ack: StartAck | None = None
 
 
 @dataclass
@@ -68,6 +72,42 @@ class Actor:
     """One agent's task: a queue of prompts and model switches, at most one
     turn at a time, and an event log subscribers attach to. Everything it
     uses from outside comes in ``deps``; the supervisor runs ``run()``."""
+
+    # ten thousand idle agents: slots instead of a dict each (1.6 KB -> 0.3)
+    __slots__ = (
+        "_context",
+        "_context_lock",
+        "_looping",
+        "_mail_waiting",
+        "_meter",
+        "_queue",
+        "_repaired",
+        "_results",
+        "_running",
+        "_sleeper",
+        "_spawn",
+        "_submit_lock",
+        "_turn_ended",
+        "_waiters",
+        "alive",
+        "approvals",
+        "cwd",
+        "deps",
+        "last_result",
+        "log",
+        "mcp",
+        "model",
+        "name",
+        "parent",
+        "policy",
+        "priority",
+        "provider",
+        "state",
+        "system_prompt",
+        "thinking_level",
+        "tree",
+        "uuid",
+    )
 
     def __init__(
         self, record: AgentRecord, deps: ActorDeps, approvals: Approvals | None = None
@@ -100,19 +140,55 @@ class Actor:
         self._running: Turn | None = None
         self.last_result: TurnResult | None = None
         self.alive = True
-        self._queue: deque[_Prompt | _Switch | _Compact] = deque()
-        self.meter = ContextMeter()  # its request sizes, calibrated by what providers report
-        self._wake = trio.Event()
-        self._context: list[Message] | None = (
-            None  # the replayed context, kept in step with the store
-        )
-        self._turn_ended = trio.Event()  # pulsed at the end of every turn
+        # a list: it holds a command or two, and an empty deque costs 760 bytes
+        # in each of ten thousand idle agents
+        self._queue: list[_Prompt | _Switch | _Compact] = []
+        self._meter: ContextMeter | None = None
+        self._sleeper: trio.lowlevel.Task | None = None  # run()'s loop, while it waits for work
+        # the supervisor's: start a task that does the queued work (work()), so
+        # an idle agent holds no task, frames or cancel scope
+        self._spawn: Callable[[Actor], None] | None = None
+        self._looping = False  # work() runs, or is about to
+        self._context: list[Message] | None = None  # the replayed context, in step with the store
+        self._turn_ended: trio.Event | None = None  # pulsed at the end of every turn
         self._mail_waiting = False
         self._repaired = False  # dangling turn from a crashed daemon checked
-        self._context_lock = trio.Lock()
-        self._submit_lock = trio.Lock()  # queue rows and the in-memory queue in one order
+        # made on first use (trio.Lock and Event each hold a parking lot)
+        self._context_lock: trio.Lock | None = None
+        # queue rows and the in-memory queue in one order
+        self._submit_lock: trio.Lock | None = None
         self._results: dict[str, TurnResult] = {}  # the last few ended turns
         self._waiters: dict[str, trio.Event] = {}
+
+    @property
+    def meter(self) -> ContextMeter:
+        """Its request sizes, calibrated by what providers report (made on first use)."""
+        if self._meter is None:
+            self._meter = ContextMeter()
+        return self._meter
+
+    @meter.setter
+    def meter(self, meter: ContextMeter) -> None:
+        self._meter = meter
+
+    def _poke(self) -> None:
+        """There is work: wake the loop waiting for it, or have one started."""
+        task, self._sleeper = self._sleeper, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
+        elif not self._looping and self._spawn is not None and self.alive:
+            self._looping = True
+            self._spawn(self)
+
+    async def _wait_for_work(self) -> None:
+        """Wait for _poke: the task itself is all an idle agent holds, no Event."""
+        self._sleeper = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self._sleeper = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
     # ------------------------------------------------------------ observation
 
@@ -163,20 +239,59 @@ class Actor:
         ``priority``: who is waiting for it (see _Prompt).
         Returns (turn id, position): 0 starts now, N waits behind N."""
         turn = self.new_turn_id()
+        if self._submit_lock is None:
+            self._submit_lock = trio.Lock()
         async with self._submit_lock:
-            queued = await self.deps.db.enqueue_prompt(self.uuid, turn, text, mail_ids=mail_ids)
-            self.restore_prompt(turn, text, queued.id, priority=priority)
+            if not mail_ids and self._idle():
+                ack = StartAck()
+                self._queue.append(
+                    _Prompt(turn=turn, text=text, queue_id=None, priority=priority, ack=ack)
+                )
+                self._poke()
+            else:
+                ack = None
+                queued = await self.deps.db.enqueue_prompt(self.uuid, turn, text, mail_ids=mail_ids)
+                self.restore_prompt(turn, text, queued.id, priority=priority)
+        if ack is not None:
+            # like a store call, not abandoned halfway: the answer says whether it is stored
+            with trio.CancelScope(shield=True):
+                await ack.stored()
+            return turn, 0
         position = self.queued - 1 + (1 if self.current_turn is not None else 0)
         if position:
             self.publish(Queued(turn=turn, position=position), turn)
         return turn, position
 
+    def _idle(self) -> bool:
+        """Nothing runs or waits: a prompt now would start at once."""
+        return self._running is None and not self._queue and not self._mail_waiting and self.alive
+
     def resume_turn(self, turn: str, text: str, first_row: int) -> None:
         """A turn a daemon stop left waiting for approval: it runs first, from
         its tool step, and asks again (on restore)."""
         self._repaired = True  # its tool calls without results are meant: not a dangling turn
-        self._queue.appendleft(_Prompt(turn=turn, text=text, queue_id=None, resume_from=first_row))
-        self._wake.set()
+        self._queue.insert(0, _Prompt(turn=turn, text=text, queue_id=None, resume_from=first_row))
+        self._poke()
+
+    def begin_stored(
+        self,
+        turn: str,
+        text: str,
+        first_row: int,
+        *,
+        priority: str,
+        context: list[Message] | None = None,
+    ) -> None:
+        """Run a turn whose user row (and open-turn mark) the transaction that
+        created this agent wrote (Store.fork_many). ``context``: its replayed
+        context, if the caller has it (forks of one parent share their prefix)."""
+        self._repaired = True  # a new agent: no turn of a crashed daemon to repair
+        if context is not None and self._context is None:
+            self._context = context
+        self._queue.append(
+            _Prompt(turn=turn, text=text, queue_id=None, resume_from=first_row, priority=priority)
+        )
+        self._poke()
 
     def restore_prompt(
         self, turn: str, text: str, queue_id: int | None, *, priority: str = "background"
@@ -184,7 +299,7 @@ class Actor:
         """Queue a prompt already stored (on restore, in the store's order:
         nobody's call waits on it any more, so background by default)."""
         self._queue.append(_Prompt(turn=turn, text=text, queue_id=queue_id, priority=priority))
-        self._wake.set()
+        self._poke()
 
     def knows_turn(self, turn: str) -> bool:
         """Whether ``wait_turn(turn)`` will answer: the turn runs, waits in
@@ -209,6 +324,8 @@ class Actor:
         for cmd in self._queue:
             if isinstance(cmd, _Compact):
                 cmd.done.set()  # its outcome stays None: the agent is gone
+            elif isinstance(cmd, _Prompt) and cmd.ack is not None:
+                cmd.ack.refuse(InvalidEntry(f"agent {self.name} ({self.uuid}) was killed"))
         for event in self._waiters.values():
             event.set()
         self._waiters.clear()
@@ -216,14 +333,14 @@ class Actor:
     def queue_switch(self, resolved: ResolvedModel) -> _Switch:
         cmd = _Switch(resolved=resolved)
         self._queue.append(cmd)
-        self._wake.set()
+        self._poke()
         return cmd
 
     def queue_compact(self, keep_turns: int | None) -> _Compact:
         """Compact between turns: prompts sent meanwhile wait behind it."""
         cmd = _Compact(keep_turns=keep_turns)
         self._queue.append(cmd)
-        self._wake.set()
+        self._poke()
         return cmd
 
     def cancel(self, *, at_boundary: bool = False, suspend: bool = False) -> bool:
@@ -236,38 +353,73 @@ class Actor:
 
     def drop_queue(self) -> int:
         n = self.queued
-        self._queue = deque(c for c in self._queue if not isinstance(c, _Prompt))
+        for cmd in self._queue:
+            if isinstance(cmd, _Prompt) and cmd.ack is not None:
+                cmd.ack.refuse(InvalidEntry(f"agent {self.name} ({self.uuid}) was killed"))
+        self._queue = [c for c in self._queue if not isinstance(c, _Prompt)]
         return n
 
     def notify_mail(self) -> None:
         self._mail_waiting = True
-        self._wake.set()
+        self._poke()
 
     async def wait_turn_end(self) -> None:
+        if self._turn_ended is None:
+            self._turn_ended = trio.Event()
         await self._turn_ended.wait()
 
     def invalidate_context(self) -> None:
         self._context = None
+        if self._meter is not None:
+            self._meter.prefix.clear()  # its replay was made from the list just dropped
 
     # ------------------------------------------------------------ the loop
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The agent's loop, for ever: each command in turn, waiting when there
+        is none (an actor run on its own; the supervisor calls work())."""
         task_status.started()
-        while True:
-            if not self._queue and self._mail_waiting:
-                await self._take_mail()
-            if not self._queue:
-                self._wake = trio.Event()
-                await self._wake.wait()
-                continue
-            cmd = self._queue.popleft()
-            if isinstance(cmd, _Switch):
-                await self.apply_switch(cmd.resolved)
-                cmd.done.set()
-            elif isinstance(cmd, _Compact):
-                await self._compact(cmd)
-            else:
-                await self._turn(cmd)
+        try:
+            while True:
+                if not await self._next():
+                    await self._wait_for_work()
+        finally:
+            self._refuse_unstarted()
+
+    async def work(self) -> None:
+        """Every queued command, then return: the supervisor starts this when
+        work arrives (_poke), so ten thousand idle agents hold no task."""
+        try:
+            while await self._next():
+                pass
+        finally:
+            self._looping = False
+            if self._queue:
+                self._refuse_unstarted()
+
+    def _refuse_unstarted(self) -> None:
+        # however the loop ends, no submitter waits for a start that will not
+        # come; a loop restarted after a crash does not run what it was told failed
+        for cmd in self._queue:
+            if isinstance(cmd, _Prompt) and cmd.ack is not None:
+                cmd.ack.refuse(InvalidEntry(f"agent {self.name} ({self.uuid}) stopped"))
+        self._queue = [c for c in self._queue if not (isinstance(c, _Prompt) and c.ack is not None)]
+
+    async def _next(self) -> bool:
+        """The next command done; False when there was none."""
+        if not self._queue and self._mail_waiting:
+            await self._take_mail()
+        if not self._queue:
+            return False
+        cmd = self._queue.pop(0)
+        if isinstance(cmd, _Switch):
+            await self.apply_switch(cmd.resolved)
+            cmd.done.set()
+        elif isinstance(cmd, _Compact):
+            await self._compact(cmd)
+        else:
+            await self._turn(cmd)
+        return True
 
     async def _take_mail(self) -> None:
         # the flag stays up until the prompt is queued, so the agent never looks idle in between
@@ -295,6 +447,8 @@ class Actor:
     async def context(self) -> list[Message]:
         # one load at a time: two callers loading at once would each get their
         # own list, and a turn appending to one would send the other
+        if self._context_lock is None:
+            self._context_lock = trio.Lock()
         async with self._context_lock:
             if self._context is None:
                 if not self._repaired:
@@ -339,9 +493,7 @@ class Actor:
         try:
             # asked for by a person (agent.compact)
             compactor = Compactor(self, self.deps, priority=self.priority or "interactive")
-            cmd.outcome = await compactor.compact(
-                reason="manual", keep_turns=cmd.keep_turns
-            )
+            cmd.outcome = await compactor.compact(reason="manual", keep_turns=cmd.keep_turns)
         except Exception as exc:  # a bug here must not end the agent
             log.exception("compaction crashed", agent=self.uuid)
             cmd.outcome = CompactOutcome(
@@ -360,12 +512,15 @@ class Actor:
             cmd.queue_id,
             resume_from=cmd.resume_from,
             priority=self.priority or cmd.priority,
+            ack=cmd.ack,
         )
         self._running = turn
         try:
             result = await turn.run()
         finally:
             self._running = None
+        if result is None:  # its start was refused: the submitter was told, nothing ran
+            return
         self.last_result = result
         self._results[turn.id] = result
         if len(self._results) > KEEP_RESULTS:
@@ -384,6 +539,7 @@ class Actor:
             ),
             turn.id,
         )
-        self._turn_ended.set()
-        self._turn_ended = trio.Event()
+        if self._turn_ended is not None:
+            self._turn_ended.set()
+            self._turn_ended = None
         self.deps.neighbours.turn_finished(self.uuid)

@@ -17,10 +17,14 @@ A tool result too large for the window is cut in the replay (``bound_results``).
 
 Consecutive user messages (a compaction summary, then the next prompt) are
 sent as one: no API objects to that, and some refuse two user turns in a row.
+
+A turn's calls do not convert the whole history each time: ``replay_into``
+continues a conversion with what was appended (agents/_prefix.py keeps it).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import msgspec
@@ -37,11 +41,38 @@ from providers.types import (
 
 
 def for_provider(messages: list[Message], provider: str) -> list[Message]:
-    out: list[Message] = []
+    return replay_into([], messages, provider)[0]
+
+
+def replay_into(
+    out: list[Message], messages: Iterable[Message], provider: str, room: int | None = None
+) -> tuple[list[Message], int]:
+    """``for_provider`` continued: ``messages``, which follow the ones ``out``
+    was made from, added to ``out`` as converting them all at once would add
+    them, with tool results cut to ``room`` characters when given
+    (``bound_results``' rule).
+
+    Continuing gives what the whole would because the conversion is a left
+    fold that only ever looks at, and replaces, the last element so far (a
+    user message after a user message is merged into it), and the cut is a
+    rule of each tool message alone. ``out`` may be a list already handed out
+    in a request: it is only appended to, never changed in place (a merge
+    into an element it held already copies the list first). Returns the list
+    (``out`` or that copy) and the index of its first new or changed element.
+    """
+    first = len(out)
     for msg in messages:
         if msg.role != "assistant":
             if msg.role == "user" and out and out[-1].role == "user":
-                out[-1] = msgspec.structs.replace(out[-1], content=[*out[-1].content, *msg.content])
+                merged = msgspec.structs.replace(out[-1], content=[*out[-1].content, *msg.content])
+                if len(out) == first:  # made before: maybe in a request sent, so not changed
+                    out = out[:-1]
+                    first -= 1
+                    out.append(merged)
+                else:
+                    out[-1] = merged
+            elif room is not None and msg.role == "tool":
+                out.append(_bound_message(msg, room))
             else:
                 out.append(msg)
             continue
@@ -66,7 +97,7 @@ def for_provider(messages: list[Message], provider: str) -> list[Message]:
                     provider_data=msg.provider_data if msg.provider in (None, provider) else None,
                 )
             )
-    return out
+    return out, first
 
 
 def _foreign(content: list) -> list:
@@ -137,22 +168,32 @@ def _answered_assistant(messages: list[Message]) -> Message | None:
 def bound_results(messages: list[Message], max_tokens: int) -> list[Message]:
     """Tool results longer than ``max_tokens`` cut in the replay (head and
     tail kept, with a note saying how much went); the stored row keeps all."""
-    room = max(200, max_tokens * CHARS_PER_TOKEN)
+    room = result_room(max_tokens)
     out: list[Message] | None = None
     for i, msg in enumerate(messages):
-        if msg.role != "tool" or not any(
-            isinstance(b, ToolResultBlock) and len(b.content) > room for b in msg.content
-        ):
+        if msg.role != "tool":
+            continue
+        bounded = _bound_message(msg, room)
+        if bounded is msg:
             continue
         if out is None:
             out = list(messages)
-        out[i] = msgspec.structs.replace(
-            msg,
-            content=[
-                _bounded(b, room) if isinstance(b, ToolResultBlock) else b for b in msg.content
-            ],
-        )
+        out[i] = bounded
     return messages if out is None else out
+
+
+def result_room(max_tokens: int) -> int:
+    """The characters a tool result may keep in the replay."""
+    return max(200, max_tokens * CHARS_PER_TOKEN)
+
+
+def _bound_message(msg: Message, room: int) -> Message:
+    if not any(isinstance(b, ToolResultBlock) and len(b.content) > room for b in msg.content):
+        return msg
+    return msgspec.structs.replace(
+        msg,
+        content=[_bounded(b, room) if isinstance(b, ToolResultBlock) else b for b in msg.content],
+    )
 
 
 def _bounded(block: ToolResultBlock, room: int) -> ToolResultBlock:

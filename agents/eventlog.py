@@ -111,7 +111,9 @@ class EventLog:
     ) -> None:
         self.agent = agent
         self.buffer = buffer
-        self._entries: deque[LogEntry] = deque(maxlen=keep)
+        self._keep = keep
+        # made on the first event: an idle agent's log holds no buffer
+        self._entries: deque[LogEntry] | tuple[()] = ()
         self._next = first_seq
         # a tuple, rebuilt when subscribers come and go: publish walks it as is
         self._subs: tuple[Subscriber, ...] = ()
@@ -132,7 +134,9 @@ class EventLog:
     def publish(self, event: AgentEvent, turn: str | None = None) -> LogEntry:
         entry = LogEntry(seq=self._next, agent=self.agent, event=event, turn=turn)
         self._next += 1
-        self._entries.append(entry)
+        if not self._entries and not isinstance(self._entries, deque):
+            self._entries = deque(maxlen=self._keep)
+        self._entries.append(entry)  # type: ignore[union-attr]
         for sub in self._subs:
             if not sub.offer(entry):
                 self.detach(sub)

@@ -9,8 +9,10 @@ tokenizer as the agent talks. Near the limit, a provider with a counting
 endpoint (Anthropic, Gemini) gives the exact figure instead.
 
 Each message is estimated once: the meter keeps the size of every message it
-has seen (by identity, holding a reference so ids are never reused), and a
-request costs one dict lookup per message after that.
+has seen (by identity, holding a reference so ids are never reused). The
+replay a turn sends is kept too, converted and measured (``prefix``,
+agents/_prefix.py): a call costs what was appended since the last one, not
+one look-up per message of the history.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from collections.abc import Sequence
 
 from providers.tokens import estimate_message, estimate_system, estimate_tools
 from providers.types import Message, Request
+
+from ._prefix import ContextPrefix
 
 _MIN_RATIO, _MAX_RATIO = 0.25, 4.0
 
@@ -33,9 +37,19 @@ class ContextMeter:
         # (provider, model) -> the window a context-length refusal revealed,
         # smaller than the catalog's: believed from then on
         self.windows: dict[tuple[str, str], int] = {}
+        # the replay last sent, converted, cut and measured (for turns' requests)
+        self.prefix = ContextPrefix()
 
-    def sizes(self, messages: Sequence[Message]) -> list[int]:
-        """The raw estimate of each message (cached)."""
+    def prepared(self, context: list[Message], provider: str, max_tokens: int) -> list[Message]:
+        """``context`` as sent to ``provider``, tool results cut to
+        ``max_tokens``: only what was appended since the last call is walked."""
+        return self.prefix.prepare(context, provider, max_tokens, self)
+
+    def sizes(
+        self, messages: Sequence[Message], *, within: Sequence[Message] | None = None
+    ) -> list[int]:
+        """The raw estimate of each message (cached). ``within``: the whole
+        list ``messages`` are the new end of, whose sizes the cache keeps."""
         cache = self._sizes
         out: list[int] = []
         for msg in messages:
@@ -43,9 +57,11 @@ class ContextMeter:
             if hit is None or hit[0] is not msg:
                 hit = cache[id(msg)] = (msg, estimate_message(msg))
             out.append(hit[1])
-        if len(cache) > 2 * len(messages) + 256:
+        whole = messages if within is None else within
+        if len(cache) > 2 * len(whole) + 256:
             # messages of replaced contexts (a reload, a compaction): keep the current ones only
-            self._sizes = {id(m): cache[id(m)] for m in messages}
+            # (amortized: it takes len(whole) + 256 new ones to come back here)
+            self._sizes = {id(m): hit for m in whole if (hit := cache.get(id(m))) is not None}
         return out
 
     def fixed(self, request: Request) -> int:
@@ -60,7 +76,10 @@ class ContextMeter:
         return hit[2]
 
     def raw(self, request: Request) -> int:
-        return self.fixed(request) + sum(self.sizes(request.messages))
+        total = self.prefix.total_of(request.messages)
+        if total is None:
+            total = sum(self.sizes(request.messages))
+        return self.fixed(request) + total
 
     def scale(self, provider: str, raw: int) -> int:
         """A raw estimate in the provider's tokens, as far as it has told us."""

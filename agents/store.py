@@ -21,7 +21,9 @@ import trio
 from providers.types import Message, Response
 from store import (
     AgentRecord,
+    AgentRef,
     Budget,
+    ForkChild,
     MailRecord,
     MessageRecord,
     QueuedPrompt,
@@ -36,7 +38,9 @@ T = TypeVar("T")
 SHORT_REF = 8  # hex characters a displayed id has at least
 
 
-def short_refs(wanted: Iterable[str], records: Iterable[AgentRecord]) -> dict[str, str]:
+def short_refs(
+    wanted: Iterable[str], records: Iterable[AgentRecord | AgentRef]
+) -> dict[str, str]:
     """For each uuid of ``wanted``, the shortest prefix (at least SHORT_REF
     characters) that Store.resolve takes for that agent alone, given
     ``records``: every agent sharing its first SHORT_REF characters, dead ones
@@ -158,7 +162,7 @@ class AsyncStore:
 
         def find() -> dict[str, str]:
             if len(uuids) > 4:  # a listing: one query for every agent beats one per agent
-                return short_refs(uuids, self.store.list_agents(include_dead=True))
+                return short_refs(uuids, self.store.agent_refs())
             found = [r for u in set(uuids) for r in self.store.find_agents(u[:SHORT_REF])]
             return short_refs(uuids, found)
 
@@ -211,6 +215,11 @@ class AsyncStore:
 
     async def fork(self, parent_uuid: str, **kwargs: Any) -> AgentRecord:
         return await self.call(self.store.fork, parent_uuid, **kwargs)
+
+    async def fork_many(
+        self, parent_uuid: str, children: list[ForkChild], **kwargs: Any
+    ) -> list[tuple[AgentRecord, MessageRecord | None]]:
+        return await self.call(self.store.fork_many, parent_uuid, children, **kwargs)
 
     async def descendants(self, uuid: str, *, live_only: bool = True) -> list[str]:
         rows = await self.call(self.store.descendants, uuid, include_dead=not live_only)

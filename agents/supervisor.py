@@ -23,6 +23,9 @@ from providers.types import ThinkingLevel
 from store import ApprovalRecord, Budget, StoreError
 
 from . import _mcp_select as mcp_select
+from ._forks import checked_folder as _folder
+from ._forks import checked_priority as _checked
+from ._forks import fork_many
 from ._ops import SupervisorOps
 from ._waits import wait_for
 from .actor import Actor
@@ -30,13 +33,11 @@ from .compactor import CompactOutcome, ContextStatus, context_status
 from .deps import ActorDeps, AgentConfig
 from .errors import AgentError
 from .events import AgentEnded, Notice
-from .limited import PRIORITIES
-from .permissions import Permissions, dump_chain, parse_chain
+from .permissions import Permissions, dump_chain
 from .permissions._gate import Approvals
 from .pool import ProviderPool
 from .store import AsyncStore
 from .tools import ToolRegistry
-from .workdir import working_folder
 
 if TYPE_CHECKING:
     from .tools.mcp import McpHub
@@ -45,19 +46,6 @@ log = structlog.get_logger("ikigai.agents")
 
 _CUT_REASON = "the daemon stopped during this turn"
 _ENDED_REASON = "its turn ended when the daemon stopped"
-
-
-def _folder(text: str) -> str:
-    try:
-        return working_folder(text)
-    except ValueError as e:
-        raise AgentError(str(e)) from None
-
-
-def _checked(priority: str | None) -> str | None:
-    if priority is not None and priority not in PRIORITIES:
-        raise AgentError(f"priority must be one of {', '.join(PRIORITIES)}, not {priority!r}")
-    return priority
 
 
 class Supervisor:
@@ -82,6 +70,7 @@ class Supervisor:
         self.actors: dict[str, Actor] = {}
         self._scopes: dict[str, trio.CancelScope] = {}
         self._nursery: trio.Nursery | None = None
+        self._stopping = False
         self._changed = trio.Event()  # pulsed on every turn end, death and mail
         # caller uuid -> {agent it waits on: how many waits}; their mail is left for the wait
         self.waiting: dict[str, dict[str, int]] = {}
@@ -143,6 +132,7 @@ class Supervisor:
                 resumed=len(resume),
                 queued=sum(len(v) for v in queued.values()),
             )
+            del records, queued, unread  # not held for as long as the daemon runs
             task_status.started(self)
             await trio.sleep_forever()
 
@@ -156,31 +146,42 @@ class Supervisor:
         self._parents[actor.uuid] = record.parent_uuid
         actor.tree = self._tree_of(actor.uuid)
         self.actors[actor.uuid] = actor
-        await self._nursery.start(self._supervise, actor)
+        # its task starts when it has work and ends when it has none
+        actor._spawn = self._spawn
+        await trio.lowlevel.checkpoint()
         return actor
 
-    async def _supervise(
-        self, actor: Actor, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
+    def _spawn(self, actor: Actor) -> None:
+        if self._nursery is not None and not self._stopping:
+            self._nursery.start_soon(self._supervise, actor)
+        else:
+            actor._looping = False
+
+    async def _supervise(self, actor: Actor) -> None:
+        if not actor.alive:  # killed between its work arriving and this task starting
+            actor._looping = False
+            return
         with trio.CancelScope() as scope:
             self._scopes[actor.uuid] = scope
-            task_status.started()
-            while True:
-                try:
-                    await actor.run()
-                except (
-                    Exception
-                ) as exc:  # the actor loop itself failed: record it and start it again
-                    log.exception("agent crashed; restarting its loop", agent=actor.uuid)
-                    actor.log.publish(
-                        Notice(
-                            text=scrub(
-                                f"agent loop crashed ({type(exc).__name__}: {exc}); restarted"
+            try:
+                while True:
+                    try:
+                        await actor.work()
+                        return
+                    except Exception as exc:  # the loop itself failed: record it, go on
+                        log.exception("agent crashed; restarting its loop", agent=actor.uuid)
+                        actor.log.publish(
+                            Notice(
+                                text=scrub(
+                                    f"agent loop crashed ({type(exc).__name__}: {exc}); restarted"
+                                )
                             )
                         )
-                    )
-                    await trio.sleep(0.1)
-        self._scopes.pop(actor.uuid, None)
+                        await trio.sleep(0.1)
+                        actor._looping = True
+            finally:
+                if self._scopes.get(actor.uuid) is scope:
+                    del self._scopes[actor.uuid]
 
     async def shutdown(self, grace: float = 5.0) -> None:
         """Cancel every running turn (marked interrupted) and wait up to ``grace``
@@ -192,9 +193,11 @@ class Supervisor:
             for actor in list(self.actors.values()):
                 while actor.current_turn is not None:
                     await actor.wait_turn_end()
-        for uuid, scope in list(self._scopes.items()):
+        self._stopping = True  # no actor starts new work from here on
+        for scope in list(self._scopes.values()):
             scope.cancel()
-            self.actors[uuid].log.close()
+        for actor in self.actors.values():
+            actor.log.close()
 
     # ------------------------------------------------------------ lookup
 
@@ -320,86 +323,22 @@ class Supervisor:
         return record, resolved, turn
 
     async def fork(
-        self,
-        ref: str,
-        *,
-        model: str | None = None,
-        at_message: int | None = None,
-        name: str | None = None,
-        prompt: str | None = None,
-        cwd: str | None = None,
-        policy: str | None = None,
-        mcp: list[str] | None = None,
-        priority: str | None = None,
-        origin: str = "interactive",
-        budget: Budget | None = None,
+        self, ref: str, *, prompt: str | None = None, name: str | None = None, **kwargs: Any
     ) -> tuple[Any, ResolvedModel, str | None]:
         """A child that inherits the parent's history up to its last completed
         message (or ``at_message``), its model and its working directory, unless
         ``model`` or ``cwd`` is given. Its policy chain is the parent's, with
         ``policy`` added at the end when given: the strictest of the chain
         decides, so a fork can only narrow what its parent may do."""
-        folder = _folder(cwd) if cwd is not None else None
-        own = None if policy is None else self._policy_name(policy)
-        parent = await self.resolve(ref)
-        actor = self.actors.get(parent.uuid)
-        # its own priority, else its parent's (None: each turn's)
-        priority = _checked(priority) or (actor.priority if actor else parent.priority)
-        servers = (
-            mcp_select.checked(self.deps.mcp, mcp)
-            if mcp is not None
-            else actor.mcp
-            if actor
-            else mcp_select.parse(getattr(parent, "mcp", None))
-        )
-        inherited = actor.policy if actor else parse_chain(parent.policy)
-        # the configured default is written down once the chain grows, so the
-        # child keeps the parent's rules and its own
-        chain = inherited if own is None else [*self.deps.permissions.names(inherited), own]
-        provider, model_name = parent.provider, parent.model
-        level: ThinkingLevel = actor.thinking_level if actor else parent.thinking_level
-        spec = model or f"{provider}/{model_name}"
-        try:
-            resolved = self.resolve_model(spec, current_thinking=level)
-        except ValueError as e:
-            raise AgentError(str(e)) from None
-        if at_message is None and actor is not None and actor.turn_first_row is not None:
-            # a busy agent forks from its last completed message, not mid-turn
-            at_message = await self.db.last_row_before(parent.uuid, actor.turn_first_row)
-            if at_message is None:  # its first turn: nothing settled to inherit
-                return await self._create(
-                    model=f"{resolved.provider}/{resolved.model}/{resolved.thinking.level}",
-                    name=name,
-                    system=parent.system_prompt,
-                    prompt=prompt,
-                    parent=parent.uuid,
-                    thinking="none",
-                    cwd=folder or (str(actor.cwd) if actor else parent.cwd),
-                    chain=chain,
-                    servers=servers,
-                    priority=priority,
-                    origin=origin,
-                    budget=budget,
-                )
-        try:
-            child = await self.db.fork(
-                parent.uuid,
-                at_message_id=at_message,
-                name=name,
-                provider=resolved.provider,
-                model=resolved.model,
-                thinking_level=resolved.thinking.level,
-                cwd=folder,
-                policy=dump_chain(chain),
-                mcp=mcp_select.dump(servers),
-                priority=priority,
-                budget=budget,  # no more than the parent has left (store.BudgetRefused)
-            )
-        except (StoreError, ValueError) as e:
-            raise AgentError(str(e)) from None
-        child_actor = await self._start(child)
-        turn = (await child_actor.submit(prompt, priority=origin))[0] if prompt else None
-        return child, resolved, turn
+        [forked] = await self.fork_many(ref, [prompt], names=[name], **kwargs)
+        return forked
+
+    async def fork_many(
+        self, ref: str, prompts: list[str | None], **kwargs: Any
+    ) -> list[tuple[Any, ResolvedModel, str | None]]:
+        """One child per entry of ``prompts`` (see fork), all at one fork point
+        and in one transaction with their first turns' user rows (_forks.py)."""
+        return await fork_many(self, ref, prompts, **kwargs)
 
     async def kill(self, ref: str, *, reason: str = "killed") -> list[str]:
         """End an agent and all its descendants. Returns the uuids ended."""

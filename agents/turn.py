@@ -1,6 +1,7 @@
 """One turn: its state and its loop.
 
-store the user message (with the queue row, durably) -> request from the
+store the user message (with the queue row, durably; for a prompt to an
+idle agent this write is its acknowledgement, see _start.py) -> request from the
 replayed context -> stream from the provider, publishing every event -> store
 the assistant message -> run its tool calls (concurrently, bounded) -> store
 the results -> again, until the model stops, the tool-turn limit is reached,
@@ -35,10 +36,11 @@ from providers.types import (
 )
 
 from ._fitting import FittingSteps
+from ._start import StartAck
 from .budget import refuse_call
 from .compaction import too_long
 from .compactor import price
-from .context import bound_results, for_provider, step_thinking
+from .context import step_thinking
 from .deps import ActorDeps
 from .events import (
     AgentEvent,
@@ -108,8 +110,11 @@ class Turn(FittingSteps):
         *,
         resume_from: int | None = None,
         priority: str = "interactive",
+        ack: StartAck | None = None,
     ) -> None:
         self.host = host
+        # a prompt to an idle agent: its submitter is answered by this turn's start
+        self.ack = ack
         # its model calls' place in the provider limiter's queue (agents/limited.py)
         self.priority = priority
         self.deps = deps
@@ -145,26 +150,12 @@ class Turn(FittingSteps):
                 self.suspended = True
             self.scope.cancel()
 
-    async def run(self) -> TurnResult:
+    async def run(self) -> TurnResult | None:
+        """How the turn ended; None when its start was refused (the submitter
+        of an acknowledged-at-start prompt was told, and nothing ran)."""
         host, db = self.host, self.deps.db
-        host.publish(
-            TurnStarted(
-                prompt=self.text,
-                provider=host.provider,
-                model=host.model,
-                thinking_level=host.thinking_level,
-            ),
-            self.id,
-        )
-        # the log tells a turn's story by ids and numbers: never the prompt or the reply
-        log.info(
-            "turn started",
-            agent=host.uuid,
-            turn=self.id,
-            provider=host.provider,
-            model=host.model,
-            thinking=host.thinking_level,
-        )
+        if self.ack is None:
+            self._announce()
         started = trio.current_time()
         status: TurnStatus = "completed"
         error: ProviderError | None = None
@@ -184,12 +175,20 @@ class Turn(FittingSteps):
                     # shielded: a cancel that comes this early still finds the
                     # prompt in history (then marked interrupted), never lost
                     with trio.CancelScope(shield=True):
-                        context = (
-                            await host.context()
-                        )  # loaded before the append, or it would hold the prompt twice
-                        self.first_row = await db.start_turn(
-                            host.uuid, user, queue_id=self.queue_id, turn=self.id
-                        )
+                        try:
+                            # loaded before the append, or it would hold the prompt twice
+                            context = await host.context()
+                            self.first_row = await db.start_turn(
+                                host.uuid, user, queue_id=self.queue_id, turn=self.id
+                            )
+                        except Exception as exc:
+                            if self.ack is None:
+                                raise
+                            self.ack.refuse(exc)
+                            return None
+                    if self.ack is not None:
+                        self.ack.started(self.first_row)
+                        self._announce()
                     context.append(user)
                 status, error = await self._steps(resumed)
                 message = self.over_budget  # None unless a budget stopped it
@@ -199,6 +198,40 @@ class Turn(FittingSteps):
                 crashed = True
                 message = scrub(f"internal error: {type(exc).__name__}: {exc}")
                 log.exception("turn crashed", agent=host.uuid, turn=self.id)
+        return await self._finish(scope, crashed, status, error, message, context, started)
+
+    def _announce(self) -> None:
+        host = self.host
+        host.publish(
+            TurnStarted(
+                prompt=self.text,
+                provider=host.provider,
+                model=host.model,
+                thinking_level=host.thinking_level,
+            ),
+            self.id,
+        )
+        # the log tells a turn's story by ids and numbers: never the prompt or the reply
+        log.info(
+            "turn started",
+            agent=host.uuid,
+            turn=self.id,
+            provider=host.provider,
+            model=host.model,
+            thinking=host.thinking_level,
+        )
+
+    async def _finish(
+        self,
+        scope: trio.CancelScope,
+        crashed: bool,
+        status: TurnStatus,
+        error: ProviderError | None,
+        message: str | None,
+        context: list[Message] | None,
+        started: float,
+    ) -> TurnResult:
+        host, db = self.host, self.deps.db
         if scope.cancelled_caught or crashed:
             status = "interrupted"
             with trio.CancelScope(shield=True):
@@ -385,16 +418,16 @@ class Turn(FittingSteps):
         self, model: str, provider: str, level: ThinkingLevel, history: list[Message]
     ) -> Request:
         system = self.host.system_prompt
-        messages = for_provider(history, provider)
+        limits = self.deps.pool.catalog.limits(provider, model)
+        # for_provider, then bound_results: kept from the last call, only what was appended walked
+        messages = self.host.meter.prepared(
+            history, provider, int(limits.context_window * self.deps.config.tool_result_share)
+        )
         api = self.deps.pool.api_for(provider, model)
         level, lowered = step_thinking(messages, provider=provider, api=api, level=level)
         if lowered is not None and lowered != self._lowered:
             self.host.publish(Notice(text=lowered), self.id)
         self._lowered = lowered
-        limits = self.deps.pool.catalog.limits(provider, model)
-        messages = bound_results(
-            messages, int(limits.context_window * self.deps.config.tool_result_share)
-        )
         wanted = self.deps.config.max_output_tokens
         fits = min(wanted, limits.max_output_tokens)
         cap = output_cap(api, fits)

@@ -222,6 +222,18 @@ def _add_fork(p: argparse.ArgumentParser) -> None:
     _mcp(p, "the child", "the parent's")
     _priority(p, "the child", "the parent's")
     budget_args(p, "the child")
+    p.add_argument(
+        "--count",
+        type=int,
+        metavar="N",
+        help="make N children at once, each with PROMPT (one transaction); "
+        "prints each child and its turn, streams nothing (--name NAME: NAME-1, NAME-2...)",
+    )
+    p.add_argument(
+        "--prompts",
+        metavar="FILE",
+        help="make one child per line of FILE (`-`: stdin), each with that line as its prompt",
+    )
     _prompt(p, False)
     _streaming(p)
     _quiet(p, "print only the child's uuid (with PROMPT: after the turn; the turn's exit code)")

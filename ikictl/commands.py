@@ -239,6 +239,8 @@ def cmd_send(args: argparse.Namespace) -> int:
 
 def cmd_fork(args: argparse.Namespace) -> int:
     bounded(args.at, "--at", 0)
+    if args.count is not None or args.prompts is not None:
+        return _fork_many(args)
     text = prompt_text(args.prompt)
     c = client(args)
     res = c.fork(
@@ -253,6 +255,56 @@ def cmd_fork(args: argparse.Namespace) -> int:
         budget=budget_param(args),
     )
     return _born(args, c, res, text, f"forked {args.agent} -> {render.label(res['agent'])}")
+
+
+def _prompts_file(path: str) -> str:
+    if path == "-":
+        return _checked(sys.stdin.buffer.read(), "the prompts on stdin")
+    try:
+        with open(path, "rb") as f:
+            return _checked(f.read(), f"--prompts {path}")
+    except OSError as e:
+        raise UsageError(f"--prompts {path}: cannot read it: {e.strerror}") from None
+
+
+def _fork_many(args: argparse.Namespace) -> int:
+    """fork --count N / --prompts FILE: the children in one call, listed; no streaming."""
+    prompts: list[str] | None = None
+    if args.prompts is not None:
+        if args.count is not None or args.prompt is not None:
+            raise UsageError("--prompts gives each child its prompt: no --count or PROMPT with it")
+        lines = _prompts_file(args.prompts)
+        prompts = [line for line in lines.splitlines() if line.strip()]
+        if not prompts:
+            raise UsageError(f"--prompts {args.prompts}: no prompt in it (one per line)")
+    else:
+        bounded(args.count, "--count", 1)
+    c = client(args)
+    res = c.fork_many(
+        args.agent,
+        prompts=prompts,
+        count=args.count,
+        prompt=prompt_text(args.prompt),
+        model=args.model,
+        at=args.at,
+        name=args.name,
+        cwd=folder_arg(args.cwd),
+        policy=policy_arg(args),
+        mcp=mcp_arg(args),
+        priority=args.priority,
+        budget=budget_param(args),
+    )
+    children = res["children"]
+    if args.json:
+        render.dump_json(res)
+    elif args.quiet:
+        for child in children:
+            print(child["agent"]["uuid"])
+    else:
+        for child in children:
+            turn = f" · turn {child['turn']}" if child["turn"] else ""
+            print(f"forked {args.agent} -> {render.label(child['agent'])}{turn}")
+    return EXIT_OK
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

@@ -126,6 +126,35 @@ class Methods:
         params.update({"policy": policy, "mcp": mcp, "priority": priority, "budget": budget})
         return self.call(p.AGENT_FORK, params)
 
+    def fork_many(
+        self,
+        agent: str,
+        *,
+        prompts: list[str] | None = None,
+        count: int | None = None,
+        prompt: str | None = None,
+        wait: bool = False,
+        model: str | None = None,
+        name: str | None = None,
+        at: int | None = None,
+        cwd: str | None = None,
+        policy: str | None = None,
+        mcp: list[str] | None = None,
+        priority: str | None = None,
+        budget: dict[str, Any] | None = None,
+    ) -> R.Forked:
+        """Several children of ``agent`` at once, in one transaction, each with
+        its first turn started: one per entry of ``prompts``, or ``count`` of
+        them each given ``prompt`` (or no prompt). ``name`` becomes NAME-1,
+        NAME-2...; the other settings are fork's, shared by every child.
+        ``wait``: answered when every first turn has ended (each child's
+        ``outcome``)."""
+        params: dict[str, Any] = {"agent": agent, "prompts": prompts, "count": count}
+        params.update({"prompt": prompt, "wait": wait, "model": model, "name": name, "at": at})
+        params.update({"cwd": cwd, "policy": policy, "mcp": mcp, "priority": priority})
+        params["budget"] = budget
+        return self.call(p.AGENT_FORK, params)
+
     def agents(self, *, include_dead: bool = False) -> list[R.ListedAgent]:
         """Every agent (``include_dead``: the ended ones too; removed ones never)."""
         return self.call(p.AGENT_LIST, {"include_dead": include_dead})

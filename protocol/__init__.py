@@ -27,6 +27,7 @@ MAX_LINE = 1 << 20  # bytes; a longer line is refused and that connection closed
 MAX_DEPTH = 64  # arrays and objects nested in one line
 MAX_INT = (1 << 53) - 1  # ids, seqs, limits, message ids: what JSON numbers hold exactly
 MAX_ID = 256  # characters of a string request id
+MAX_FORKS = 1000  # children one agent.fork makes ({count} or {prompts})
 MAX_NAME = 256  # characters of an agent reference, name, label, model or provider text
 
 # ------------------------------------------------------------------ methods

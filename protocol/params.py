@@ -107,6 +107,10 @@ class Fork(_P, frozen=True):
     at: RowId | None = None
     name: Ref | None = None
     prompt: str | None = None
+    # several children at once, in one transaction: count copies of ``prompt``
+    # (or none), or one child per entry of ``prompts``; the answer is then Forked
+    count: Annotated[int, Meta(le=p.MAX_FORKS)] | None = None
+    prompts: Annotated[list[str], Meta(max_length=p.MAX_FORKS)] | None = None
     wait: bool = False
     cwd: Folder | None = None
     policy: Ref | None = None  # added to the parent's chain: it can only narrow

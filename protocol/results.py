@@ -237,6 +237,13 @@ class Created(TypedDict):
     outcome: NotRequired["TurnOutcome"]
 
 
+class Forked(TypedDict):
+    """``agent.fork`` with ``count`` or ``prompts``: each child as agent.fork
+    answers for one, in order."""
+
+    children: list[Created]
+
+
 class PrioritySet(TypedDict):
     """``agent.set_priority``."""
 

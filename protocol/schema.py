@@ -17,14 +17,15 @@ from typing import Any
 import msgspec
 
 import protocol as p
-from protocol.results import RESULTS, AllUsage
+from protocol.results import RESULTS, AllUsage, Forked
 
 
 def schema() -> dict[str, Any]:
     methods = sorted(RESULTS)
-    # AllUsage too: the other answer of agent.usage, which RESULTS cannot name
+    # AllUsage and Forked too: the other answers of agent.usage and agent.fork,
+    # which RESULTS cannot name
     results, defs = msgspec.json.schema_components(
-        [*(RESULTS[m] for m in methods), AllUsage], ref_template="#/$defs/{name}"
+        [*(RESULTS[m] for m in methods), AllUsage, Forked], ref_template="#/$defs/{name}"
     )
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -33,7 +34,8 @@ def schema() -> dict[str, Any]:
             "Generated from protocol/results.py by `python -m protocol.schema`. "
             "protocol_version is daemon.status's: it changes only when a change is "
             "incompatible. agent.prompt with wait: true answers as agent.wait does; "
-            "agent.usage without an agent answers AllUsage."
+            "agent.usage without an agent answers AllUsage; agent.fork with count or "
+            "prompts answers Forked."
         ),
         "protocol_version": p.PROTOCOL_VERSION,
         "type": "object",

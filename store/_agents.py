@@ -4,7 +4,9 @@ prompt changes, and forks (a new agent inheriting history without a copy)."""
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -14,11 +16,29 @@ from . import _replay
 from ._base import StoreBase
 from ._errors import AgentNotFound, AmbiguousAgent, BadForkPoint, NameTaken
 from ._ids import uuid7
-from ._rows import MAX_NAME, Prepared, agent_record, check_level, check_name, now
+from ._rows import (
+    MAX_NAME,
+    Prepared,
+    agent_record,
+    check_level,
+    check_name,
+    now,
+    row_params,
+    user_row,
+)
 from ._schema import agents, messages
 from ._turns import drop_pending
-from ._types import AgentRecord
+from ._types import AgentRecord, AgentRef, ForkChild, MessageRecord
 
+_INSERT_RETURNING = messages.insert().returning(messages.c.id, sort_by_parameter_order=True)
+_MARK_OPEN = (
+    agents.update()
+    .where(agents.c.uuid == sa.bindparam("b_agent"))
+    .values(turn_start=sa.bindparam("b_start"))
+)
+_FIELDS = AgentRecord.__struct_fields__
+_LISTING = sa.select(*(agents.c[f] for f in _FIELDS))
+_REFS = sa.select(agents.c.uuid, agents.c.name, agents.c.status)
 _HEXISH = re.compile(r"^[0-9a-fA-F-]{4,36}$")
 
 
@@ -141,7 +161,7 @@ class AgentsMixin(StoreBase):
         direct children of ``parent_uuid`` when given; removed (hidden) dead
         agents too unless ``include_hidden`` is false."""
         a = agents.c
-        q = sa.select(agents).order_by(a.uuid)
+        q = _LISTING.order_by(a.uuid)
         if not include_dead:
             q = q.where(a.status != "dead")
         if not include_hidden:
@@ -149,7 +169,15 @@ class AgentsMixin(StoreBase):
         if parent_uuid is not None:
             q = q.where(a.parent_uuid == parent_uuid)
         with self._read() as conn:
-            return [agent_record(r) for r in conn.execute(q)]
+            # by position, not through each row's mapping: a listing of
+            # thousands spent most of its time there
+            return [AgentRecord(**dict(zip(_FIELDS, r, strict=True))) for r in conn.execute(q)]
+
+    def agent_refs(self) -> list[AgentRef]:
+        """Every agent's uuid, name and whether it lives (dead and removed ones
+        too): what short ids are judged against, without the rest of the rows."""
+        with self._read() as conn:
+            return [AgentRef(r[0], r[1], r[2] != "dead") for r in conn.execute(_REFS)]
 
     def descendants(self, uuid: str, *, include_dead: bool = False) -> list[AgentRecord]:
         """Every agent below ``uuid`` in the tree (not itself), oldest first —
@@ -240,6 +268,29 @@ class AgentsMixin(StoreBase):
         *,
         at_message_id: int | None = None,
         name: str | None = None,
+        **settings: Any,
+    ) -> AgentRecord:
+        """A new running agent that inherits the parent's history up to
+        ``at_message_id`` (default: the newest row the parent sees). Nothing is
+        copied: one agent row and one ``fork`` row, in one transaction, at a cost
+        that does not depend on history length. Model settings (``provider``,
+        ``model``, ``thinking_level``) and ``system_prompt``, ``cwd``,
+        ``policy``, ``mcp`` and ``priority`` are the parent's unless given;
+        ``budget`` is checked against what the parent has left. The name
+        defaults to ``<parent name>-<last 6 characters of the new id>``.
+
+        BadForkPoint if ``at_message_id`` is not in the parent's history."""
+        [(record, _)] = self.fork_many(
+            parent_uuid, [ForkChild(name=name)], at_message_id=at_message_id, **settings
+        )
+        return record
+
+    def fork_many(
+        self,
+        parent_uuid: str,
+        children: Sequence[ForkChild],
+        *,
+        at_message_id: int | None = None,
         provider: str | None = None,
         model: str | None = None,
         thinking_level: str | None = None,
@@ -249,21 +300,20 @@ class AgentsMixin(StoreBase):
         mcp: str | None = None,
         priority: str | None = None,
         budget: Any = None,
-    ) -> AgentRecord:
-        """A new running agent that inherits the parent's history up to
-        ``at_message_id`` (default: the newest row the parent sees). Nothing is
-        copied: one agent row and one ``fork`` row, in one transaction, at a cost
-        that does not depend on history length. Model settings and system
-        prompt, working directory, policy chain and MCP servers are the parent's
-        unless given; the name
-        defaults to
-        ``<parent name>-<last 6 characters of the new id>``.
-
-        BadForkPoint if ``at_message_id`` is not in the parent's history."""
-        if name is not None:
-            check_name(name)
+    ) -> list[tuple[AgentRecord, MessageRecord | None]]:
+        """Several forks of one parent at one point (see fork), in one
+        transaction: all or none. A child with a ``prompt`` (a user Message)
+        gets its first turn started in the same transaction (its user row and
+        the open-turn mark, as Store.start_turn writes them), so a fan-out of
+        N children with their first prompts is one commit. Returns each
+        child's record and its first turn's user row (None without a prompt)."""
+        for child in children:
+            if child.name is not None:
+                check_name(child.name)
         if thinking_level is not None:
             check_level(thinking_level)
+        prepared = [None if c.prompt is None else user_row(c.prompt, {}) for c in children]
+        out: list[tuple[AgentRecord, MessageRecord | None]] = []
         with self._write() as conn:
             parent = self._agent_row(conn, parent_uuid)
             ranges = self._lineage(conn, parent_uuid)
@@ -281,38 +331,53 @@ class AgentsMixin(StoreBase):
                     )
                 at = at_message_id
                 _check_fork_point(conn, ranges, at, parent)
-            uuid = uuid7()
-            record = self._insert_agent(
-                conn,
-                uuid=uuid,
-                name=name if name is not None else f"{parent.name}-{uuid[-6:]}"[-MAX_NAME:],
-                parent_uuid=parent_uuid,
-                fork_message_id=at,
-                provider=provider if provider is not None else parent.provider,
-                model=model if model is not None else parent.model,
-                thinking_level=thinking_level
+            # every statement once for the whole batch: a fan-out of a thousand
+            # costs a few statements, not five thousand
+            uuids = [uuid7() for _ in children]
+            names = _names(conn, parent, uuids, [c.name for c in children])
+            created = now()
+            shared = {
+                "status": "running",
+                "created_at": created,
+                "ended_at": None,
+                "parent_uuid": parent_uuid,
+                "fork_message_id": at,
+                "provider": provider if provider is not None else parent.provider,
+                "model": model if model is not None else parent.model,
+                "thinking_level": thinking_level
                 if thinking_level is not None
                 else parent.thinking_level,
-                system_prompt=system_prompt if system_prompt is not None else parent.system_prompt,
-                cwd=cwd if cwd is not None else parent.cwd,
-                policy=policy if policy is not None else parent.policy,
-                mcp=mcp if mcp is not None else parent.mcp,
-                priority=priority if priority is not None else parent.priority,
-            )
+                "system_prompt": system_prompt
+                if system_prompt is not None
+                else parent.system_prompt,
+                "cwd": cwd if cwd is not None else parent.cwd,
+                "policy": policy if policy is not None else parent.policy,
+                "mcp": mcp if mcp is not None else parent.mcp,
+                "priority": priority if priority is not None else parent.priority,
+            }
+            rows = [{"uuid": u, "name": n, **shared} for u, n in zip(uuids, names, strict=True)]
+            try:
+                conn.execute(agents.insert(), rows)
+            except exc.IntegrityError as e:  # a concurrent create took a name
+                raise NameTaken(f"a name of {names[:3]}... is taken by a live agent") from e
             data = {"parent_uuid": parent_uuid, "at_message_id": at}
             text = f"forked from {parent.name} ({parent_uuid}) at message {at}"
-            rows = [Prepared("fork", text, data)]
+            own = [Prepared("fork", text, data)]
             if system_prompt is not None and system_prompt != parent.system_prompt:
-                rows.append(Prepared("system", system_prompt))
-            self._insert(conn, uuid, rows)
+                own.append(Prepared("system", system_prompt))
+            conn.execute(messages.insert(), [row_params(u, r, created) for u in uuids for r in own])
             if budget is not None:  # a store.Budget: no more than the parent has left
-                self._put_budget(conn, uuid, budget)
-        # the child's lineage: itself, then the parent's ranges capped at the fork point
+                for uuid in uuids:
+                    self._put_budget(conn, uuid, budget)
+            firsts = _first_turns(self, conn, uuids, prepared, created)
+            out = [(AgentRecord(**row), firsts.get(row["uuid"])) for row in rows]
+        # each child's lineage: itself, then the parent's ranges capped at the fork point
         inherited = (
             [] if at is None else [(u, at if hi is None else min(hi, at)) for u, hi in ranges]
         )
-        self._ranges[uuid] = ((uuid, None), *inherited)
-        return record
+        for record, _ in out:
+            self._ranges[record.uuid] = ((record.uuid, None), *inherited)
+        return out
 
     def _insert_agent(
         self, conn: sa.Connection, *, uuid: str | None = None, **values: Any
@@ -335,6 +400,80 @@ class AgentsMixin(StoreBase):
         except exc.IntegrityError as e:  # a concurrent create took the name
             raise NameTaken(f"the name {name!r} is taken by a live agent") from e
         return AgentRecord(**row)
+
+
+def _names(
+    conn: sa.Connection, parent: Any, uuids: list[str], wanted: list[str | None]
+) -> list[str]:
+    """Each child's name: the one given, else ``<parent>-<last 6 of its id>``,
+    longer when a live agent (or a sibling) has it: ids made in one
+    millisecond differ only in random bits, and among a thousand forks two
+    share their last 6 characters a few times in a hundred. NameTaken for a
+    given name a live agent or a sibling holds."""
+    live: set[str] = set()
+    candidates = {
+        f"{parent.name}-{u[-size:]}"[-MAX_NAME:] for u in uuids for size in (6, 8, 12)
+    } | {w for w in wanted if w is not None}
+    ordered = sorted(candidates)
+    for i in range(0, len(ordered), 500):  # within every engine's bound on parameters
+        live.update(
+            conn.execute(
+                sa.select(agents.c.name).where(
+                    agents.c.name.in_(ordered[i : i + 500]), agents.c.status != "dead"
+                )
+            ).scalars()
+        )
+    names: list[str] = []
+    for uuid, name in zip(uuids, wanted, strict=True):
+        if name is None:
+            name = next(
+                (
+                    n
+                    for n in (f"{parent.name}-{uuid[-size:]}"[-MAX_NAME:] for size in (6, 8, 12))
+                    if n not in live
+                ),
+                f"{parent.name}-{uuid}"[-MAX_NAME:],
+            )
+        elif name in live:
+            holder = "a sibling in this fork" if name in names else "a live agent"
+            raise NameTaken(f"the name {name!r} is taken by {holder}")
+        live.add(name)
+        names.append(name)
+    return names
+
+
+def _first_turns(
+    store: StoreBase,
+    conn: sa.Connection,
+    uuids: list[str],
+    prepared: list[Prepared | None],
+    at: datetime,
+) -> dict[str, MessageRecord]:
+    """The user rows of the children's first turns, and their open-turn marks."""
+    todo = [(u, p) for u, p in zip(uuids, prepared, strict=True) if p is not None]
+    if not todo:
+        return {}
+    params = []
+    for uuid, row in todo:
+        # a turn id like Actor.new_turn_id's
+        row = row._replace(data={**(row.data or {}), "turn": f"{uuid[-8:]}-{secrets.token_hex(4)}"})
+        params.append(row_params(uuid, row, at))
+    ids = list(conn.execute(_INSERT_RETURNING, params).scalars())
+    conn.execute(
+        _MARK_OPEN, [{"b_agent": u, "b_start": i} for (u, _), i in zip(todo, ids, strict=True)]
+    )
+    return {
+        u: MessageRecord(
+            id=i,
+            agent_uuid=u,
+            kind=p["kind"],
+            content=p["content"],
+            data=p["data"],
+            message=row.message,
+            created_at=at,
+        )
+        for (u, row), i, p in zip(todo, ids, params, strict=True)
+    }
 
 
 def _check_fork_point(conn: sa.Connection, ranges: Any, at: int, parent: Any) -> None:

@@ -32,6 +32,7 @@ from ._engine import (
     resolve_url,
 )
 from ._errors import AgentNotFound, DatabaseUnreachable, StoreError
+from ._group import MAX_MEMBERS, GroupCommit
 from ._rows import Prepared, no_nul
 from ._rows import now as _now
 from ._schema import agents, messages
@@ -75,22 +76,45 @@ class StoreBase:
         catalog: Catalog | None = None,
         sqlite_synchronous: Synchronous = "FULL",
         echo: bool = False,
+        group_commit: bool | None = None,
     ) -> None:
+        """``group_commit``: whether concurrent writes share one transaction
+        and one commit (_group.py). None, the default, means on for a SQLite
+        file and off for PostgreSQL, whose writers then run in parallel on the
+        pool, each its own transaction. There the server already shares one
+        WAL flush among concurrent commits, and one writer connection runs
+        every round trip one after another (three per write: savepoint,
+        statement, release) where parallel connections overlap them: on a
+        local server it measured no faster for 32 writers (0.75x to 1.3x of
+        parallel, tests/bench/bench_store.py), and a server a network away
+        would cap writes at one per three round trips. Off on SQLite, each
+        write commits alone. A memory database ignores it (one connection for
+        all, under a lock)."""
         self.url = resolve_url() if url is None else normalize_url(url)
         self._engine = make_engine(self.url, synchronous=sqlite_synchronous, echo=echo)
         self.dialect: str = self._engine.dialect.name
         self._sqlite = self.dialect == "sqlite"
-        self._write_lock: threading.Lock | None = threading.Lock() if self._sqlite else None
         # an in-memory SQLite database is one connection shared by every
-        # thread: reads must take turns with writes too
+        # thread: reads and writes take turns under one lock, with a
+        # transaction each (a read cannot run inside a batch left open)
         memory = self._sqlite and is_memory_sqlite(self._engine.url)
-        self._read_lock = self._write_lock if memory else None
-        # A SQLite file's writers take turns under _write_lock, so one
-        # connection serves them all, kept between writes: no pool checkout
-        # and reset per write. (Memory databases share their one connection
-        # with reads; PostgreSQL writers run in parallel: both use the pool.)
-        self._keep_writer = self._sqlite and not memory
+        self._write_lock: threading.Lock | None = threading.Lock() if memory else None
+        self._read_lock = self._write_lock
+        # A SQLite file's writers take turns on one connection kept between
+        # writes (no pool checkout and reset per write), grouped or one
+        # commit each. Grouped PostgreSQL writers take a connection from the
+        # pool per batch, so one the server or a firewall dropped while idle
+        # is found by the pool's ping, not by a write.
+        grouped = self._sqlite if group_commit is None else group_commit
         self._writer: sa.Connection | None = None
+        self._group: GroupCommit | None = None
+        if not memory and (grouped or self._sqlite):
+            self._group = GroupCommit(
+                self._begin_batch,
+                self._end_batch,
+                self._forget_uncommitted,
+                max_members=MAX_MEMBERS if grouped else 1,
+            )
         self._catalog = catalog
         # lineage ranges never change once an agent exists (parent and fork
         # point are fixed at creation), so they are cached by agent id
@@ -115,9 +139,8 @@ class StoreBase:
 
     def close(self) -> None:
         """Close every pooled connection; the store is not used after this."""
-        lock = self._write_lock if self._write_lock is not None else nullcontext()
-        with lock:
-            self._drop_writer()
+        if self._group is not None:
+            self._group.close(self._drop_writer)
         self._engine.dispose()
 
     def __enter__(self) -> Self:
@@ -163,9 +186,10 @@ class StoreBase:
 
     @contextmanager
     def _write(self) -> Iterator[sa.Connection]:
-        if self._keep_writer:
-            with self._guard(), self._write_lock:  # type: ignore[union-attr]
-                yield from self._kept_write()
+        """A write transaction: committed when the block exits without error."""
+        if self._group is not None:
+            with self._guard(), self._group.write() as conn:
+                yield conn
             return
         lock = self._write_lock if self._write_lock is not None else nullcontext()
         with self._guard(), lock, self._engine.connect() as conn:
@@ -174,25 +198,37 @@ class StoreBase:
             with conn.begin():
                 yield conn
 
-    def _kept_write(self) -> Iterator[sa.Connection]:
-        """One transaction on the kept writer connection (the write lock held)."""
-        conn = self._writer
-        if conn is None or conn.closed or conn.invalidated:
-            self._drop_writer()
-            conn = self._writer = self._engine.connect()
-            conn.execution_options(ikigai_begin="IMMEDIATE")
+    def _begin_batch(self) -> sa.Connection:
+        """A connection with a write transaction begun, for a batch of writes."""
+        if self._sqlite:
+            conn = self._writer
+            if conn is None or conn.closed or conn.invalidated:
+                self._drop_writer()
+                conn = self._writer = self._engine.connect()
+                conn.execution_options(ikigai_begin="IMMEDIATE")
+        else:
+            conn = self._engine.connect()
         try:
-            with conn.begin():
-                yield conn
-        except StoreError:
-            # refused on purpose and rolled back: the connection is as good as before
-            if conn.in_transaction():
-                self._drop_writer(broken=True)
-            raise
+            conn.begin()
         except BaseException:
-            # a driver error (or worse) may have left it in any state: next write starts afresh
-            self._drop_writer(broken=True)
+            self._end_batch(conn, True)
             raise
+        return conn
+
+    def _end_batch(self, conn: sa.Connection, broken: bool) -> None:
+        """A batch is over; ``broken``: its connection may be in any state."""
+        if self._sqlite:  # the kept writer
+            if broken:
+                self._drop_writer(broken=True)
+            return
+        if broken and not conn.invalidated:
+            conn.invalidate()  # discarded, not reset and pooled
+        conn.close()
+
+    def _forget_uncommitted(self) -> None:
+        """A batch of writes failed at its commit: a lineage cached while it
+        was open may have been read from rows of it that do not exist."""
+        self._ranges.clear()
 
     def _drop_writer(self, *, broken: bool = False) -> None:
         conn, self._writer = self._writer, None

@@ -97,6 +97,20 @@ def no_nul(value: Any) -> Any:
     return value
 
 
+def row_params(agent_uuid: str, row: Prepared, at: datetime) -> dict[str, Any]:
+    """The messages-table values of one prepared row."""
+    kind, text, meta, message_json, _ = row
+    return {
+        "agent_uuid": agent_uuid,
+        "kind": kind,
+        # the readable copies must fit PostgreSQL text and JSONB: no NUL
+        "content": text.replace("\x00", "\ufffd") if "\x00" in text else text,
+        "data": no_nul(meta) if meta and b"\\u0000" in _encode(meta) else meta,
+        "message_json": message_json,
+        "created_at": at,
+    }
+
+
 def readable(msg: Message) -> str:
     """The content column of a Message row: its text, for people and search."""
     parts: list[str] = []

@@ -42,8 +42,9 @@ class Store(
     """SQL history of every agent: SQLite file (default) or PostgreSQL.
 
     Synchronous and thread-safe: call it from trio with
-    ``trio.to_thread.run_sync``. On SQLite, writes are serialized inside the
-    store as well (one writer, ``BEGIN IMMEDIATE``); reads run concurrently.
+    ``trio.to_thread.run_sync``. On a SQLite file, writes take turns on one
+    writer connection (``BEGIN IMMEDIATE``) and concurrent ones share one
+    commit (_group.py); PostgreSQL's run in parallel. Reads run concurrently.
 
     Durability: when an append (or any other write) returns, its transaction
     is committed and survives ``kill -9`` of the process. SQLite runs in WAL

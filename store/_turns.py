@@ -127,9 +127,7 @@ class TurnsMixin(StoreBase):
             except InvalidEntry:
                 self._agent_row(conn, agent_uuid)
                 raise
-            record = self._insert(conn, agent_uuid, [row])[0]
-            conn.execute(_TURN_START, {"b_agent": agent_uuid, "b_start": record.id})
-        return record
+            return open_turn(self, conn, agent_uuid, row)
 
     def end_turn(self, agent_uuid: str) -> None:
         """The running turn ended with no row of its own to write (an error)."""
@@ -167,6 +165,15 @@ class TurnsMixin(StoreBase):
         """Set aside the agent's pending prompts (it was killed): kept, never run."""
         with self._write() as conn:
             return drop_pending(conn, agent_uuid, now())
+
+
+def open_turn(
+    store: StoreBase, conn: sa.Connection, agent_uuid: str, row: Prepared
+) -> MessageRecord:
+    """Write a turn's user row and mark the turn open, inside the caller's transaction."""
+    record = store._insert(conn, agent_uuid, [row])[0]
+    conn.execute(_TURN_START, {"b_agent": agent_uuid, "b_start": record.id})
+    return record
 
 
 def turn_closed(conn: sa.Connection, agent_uuid: str) -> None:

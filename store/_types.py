@@ -87,6 +87,22 @@ class Replayed(NamedTuple):
     summary: bool  # the summary of a compaction, standing for the rows it covers
 
 
+class AgentRef(NamedTuple):
+    """What short ids are judged against: an agent's uuid, name and life."""
+
+    uuid: str
+    name: str
+    alive: bool
+
+
+class ForkChild(msgspec.Struct, frozen=True, kw_only=True):
+    """One child of Store.fork_many: its name (None: the parent's, suffixed)
+    and its first prompt (a user Message), if any."""
+
+    name: str | None = None
+    prompt: Message | None = None
+
+
 class QueuedPrompt(msgspec.Struct, frozen=True, kw_only=True):
     """A prompt acknowledged and not yet started (see store/_turns.py)."""
 

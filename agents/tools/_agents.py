@@ -30,17 +30,29 @@ def _with_ops(fn: Any) -> Handler:
     return handler
 
 
+MAX_FORKS = 100  # children one fork call may start
+
+
 @_with_ops
 async def _fork(args: dict[str, Any], ctx: ToolContext, ops: AgentOps) -> ToolOutput:
     name = args.get("name")
     limits = {k: args[k] for k in ("max_cost_usd", "max_tokens", "max_turns") if k in args}
+    # only when asked: the ops of older callers take no budget
+    extra: dict[str, Any] = {"budget": limits} if limits else {}
+    if ("prompt" in args) == ("prompts" in args):
+        return ToolOutput(
+            "give either 'prompt' (one child) or 'prompts' (one child each)", is_error=True
+        )
+    if "prompts" in args:
+        children = await ops.fork_many(
+            ctx.agent_uuid, list(args["prompts"]), model=args.get("model"), name=name, **extra
+        )
+        return ToolOutput(
+            f"forked {plural(len(children), 'agent')}, each working on its prompt, in order: "
+            f"{', '.join(children)}. Use wait to get their replies."
+        )
     child = await ops.fork(
-        ctx.agent_uuid,
-        prompt=args["prompt"],
-        model=args.get("model"),
-        name=name,
-        # only when asked: the ops of older callers take no budget
-        **({"budget": limits} if limits else {}),
+        ctx.agent_uuid, prompt=args["prompt"], model=args.get("model"), name=name, **extra
     )
     called = f" ({name})" if name else ""
     return ToolOutput(
@@ -93,7 +105,8 @@ def agent_tools(*, wait_max: float = 1800.0) -> list[ToolSpec]:
             description=(
                 "Start a child agent that inherits your conversation so far and works on "
                 "'prompt' at once, while you go on. Returns the child's id; use wait for "
-                "its reply."
+                "its reply. To fan out, give 'prompts' instead: one child per prompt, all "
+                "started at once."
             ),
             parameters={
                 "type": "object",
@@ -103,6 +116,13 @@ def agent_tools(*, wait_max: float = 1800.0) -> list[ToolSpec]:
                         "minLength": 1,
                         "description": "What the child should do.",
                     },
+                    "prompts": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1},
+                        "minItems": 1,
+                        "maxItems": MAX_FORKS,
+                        "description": "Instead of 'prompt': one child for each, in one go.",
+                    },
                     "model": {
                         "type": "string",
                         "minLength": 1,
@@ -111,7 +131,11 @@ def agent_tools(*, wait_max: float = 1800.0) -> list[ToolSpec]:
                             "e.g. 'claude-sonnet-4-5/low'. Default: your own."
                         ),
                     },
-                    "name": {"type": "string", "minLength": 1, "description": "A name for it."},
+                    "name": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "A name for it (with 'prompts': NAME-1, NAME-2...).",
+                    },
                     "max_cost_usd": {
                         "type": "number",
                         "exclusiveMinimum": 0,
@@ -131,7 +155,6 @@ def agent_tools(*, wait_max: float = 1800.0) -> list[ToolSpec]:
                         "description": "A limit on the child's turns.",
                     },
                 },
-                "required": ["prompt"],
                 "additionalProperties": False,
             },
             handler=_fork,

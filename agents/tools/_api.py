@@ -51,6 +51,19 @@ class AgentOps(Protocol):
         max_turns (never more than the parent has left)."""
         ...
 
+    async def fork_many(
+        self,
+        parent: str,
+        prompts: list[str],
+        *,
+        model: str | None,
+        name: str | None,
+        budget: dict[str, Any] | None = None,
+    ) -> list[str]:
+        """One child per prompt, as fork makes one, in one transaction (names
+        NAME-1, NAME-2...). Returns the children's uuids in order."""
+        ...
+
     async def kill(self, caller: str, target: str) -> list[str]:
         """End ``target`` and its descendants (only the caller's own
         descendants). Returns the uuids ended."""

@@ -150,24 +150,36 @@ class AgentsApi(Family):
             killed = await self.sup.kill(record.uuid)
         return {"killed": killed}
 
-    async def fork(self, conn: Connection, params: P.Fork) -> R.Created:
+    async def fork(self, conn: Connection, params: P.Fork) -> R.Created | R.Forked:
         record = await self.host._record(params.agent)
+        prompts, names = _fan_out(params)
         with refusals():
-            child, resolved, turn = await self.sup.fork(
+            forked = await self.sup.fork_many(
                 record.uuid,
+                prompts,
+                names=names,
                 model=params.model,
                 at_message=params.at,
-                name=params.name,
-                prompt=params.prompt,
                 cwd=params.cwd,
                 policy=params.policy,
                 mcp=params.mcp,
                 priority=params.priority,
                 budget=to_budget(params.budget),
             )
-        info = await self.host._described(child)
-        created: R.Created = {"agent": info, "model": model_info(resolved), "turn": turn}
-        return await self.host._created(created, params.wait)
+        shorts = await self.db.short_refs([child.uuid for child, _, _ in forked])
+        made: list[R.Created] = [
+            {
+                "agent": self.host._info(child, shorts[child.uuid]),
+                "model": model_info(resolved),
+                "turn": turn,
+            }
+            for child, resolved, turn in forked
+        ]
+        if params.count is None and params.prompts is None:
+            return await self.host._created(made[0], params.wait)
+        if params.wait:
+            made = [await self.host._created(c, True) for c in made]
+        return {"children": made}
 
     async def set_model(self, conn: Connection, params: P.SetModel) -> R.ModelInfo:
         actor = await self.host._actor(params.agent)
@@ -186,3 +198,27 @@ class AgentsApi(Family):
         with refusals():
             priority = await self.sup.set_priority(actor.uuid, params.priority)
         return {"agent": actor.uuid, "priority": priority}
+
+
+def _fan_out(params: P.Fork) -> tuple[list[str | None], list[str | None]]:
+    """The prompt and name of each child agent.fork makes."""
+    if params.prompts is not None:
+        if params.prompt is not None or params.count is not None:
+            raise p.RpcError(
+                p.INVALID_PARAMS, "invalid params: give prompts, or prompt and count, not both"
+            )
+        if not params.prompts:
+            raise p.RpcError(p.INVALID_PARAMS, "prompts: give at least one prompt")
+        prompts: list[str | None] = list(params.prompts)
+    elif params.count is not None:
+        if params.count < 1:
+            raise p.RpcError(p.INVALID_PARAMS, "count: must be 1 or more")
+        prompts = [params.prompt] * params.count
+    else:
+        prompts = [params.prompt]
+    if params.name is None:
+        return prompts, [None] * len(prompts)
+    if len(prompts) == 1:
+        return prompts, [params.name]
+    # names of live agents are unique: NAME-1, NAME-2, ...
+    return prompts, [f"{params.name}-{i}"[-p.MAX_NAME :] for i in range(1, len(prompts) + 1)]

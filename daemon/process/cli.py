@@ -134,7 +134,7 @@ def _run(log_level: str | None) -> int:
 
     from daemon.config import ConfigError, load_config
     from daemon.process.lock import LockError
-    from daemon.process.logs import configure_logging
+    from daemon.process.logs import close_logging, configure_logging
     from daemon.process.service import AlreadyRunning, Daemon, StartupError
     from protocol.credentials import CredentialsError
     from protocol.paths import resolve_paths
@@ -162,9 +162,12 @@ def _run(log_level: str | None) -> int:
         CredentialsError,
         StoreError,
     ) as e:
+        close_logging()  # its log lines on stderr before the message
         return _fail(str(e))
     except KeyboardInterrupt:
         return 130
+    finally:
+        close_logging()  # the writer thread's queue, written out before the exit
     return 0
 
 

@@ -27,6 +27,14 @@ real provider streams it; any other request a short answer).
                            request over loopback (a short answer)
   cold size check          the same check when no message was measured yet
                            (every message estimated), beside the same call
+  replay per call, N       what precedes every model call's request: the
+  messages                 context converted for the provider, its tool
+                           results cut, its size estimated (ContextMeter.prepared
+                           and raw), one message appended since the last call,
+                           at 100 and 10,000 messages; beside the whole walk
+                           (for_provider, bound_results, the meter's sum of
+                           cached sizes) of the same context. Kept replays at
+                           both sizes interleaved, and whole walks likewise
 
 Medians over equal repetitions, ours and the floor interleaved. Not a test:
 nothing is asserted.
@@ -55,6 +63,7 @@ sys.path.insert(0, str(ROOT))
 
 from agents import AgentConfig, AsyncStore, ProviderPool, RetryPolicy, Supervisor, compaction  # noqa: E402
 from agents.compactor import budget_of  # noqa: E402
+from agents.context import bound_results, for_provider  # noqa: E402
 from agents.meter import ContextMeter  # noqa: E402
 from agents.tools import ToolRegistry, builtin_tools  # noqa: E402
 from agents.turn import Turn  # noqa: E402
@@ -63,6 +72,7 @@ from providers.settings import settings_for  # noqa: E402
 from providers.tokens import estimate_message  # noqa: E402
 from providers.types import Message, Request, TextBlock, ToolCallBlock, ToolResultBlock  # noqa: E402
 from store import Entry, Store  # noqa: E402
+from tests.bench._measure import interleaved  # noqa: E402
 from tests.fakes.recorded import RecordedRequest  # noqa: E402
 from tests.fakes.script import Reply  # noqa: E402
 from tests.fakes.server import FakeProvider  # noqa: E402
@@ -343,7 +353,8 @@ async def check_rows(checks: int, entries: list[Entry], size: str) -> list[dict]
         cold: list[float] = []
         call: list[float] = []
         for i in range(checks + 1):
-            # one new message (alternating roles: consecutive prompts would be merged into a new one)
+            # one new message, kept (a turn only appends), alternating roles:
+            # consecutive prompts would be merged into a new one
             new = _text(rng, 40)
             context.append(
                 Message(role="user", content=[TextBlock(text=new)])
@@ -353,7 +364,6 @@ async def check_rows(checks: int, entries: list[Entry], size: str) -> list[dict]
             t0 = time.perf_counter()
             request = await turn._fitted(MODEL, PROVIDER, "none")
             took_warm = time.perf_counter() - t0
-            context.pop()
             kept = actor.meter
             actor.meter = ContextMeter()  # nothing measured yet, as after a restart or a compaction
             t0 = time.perf_counter()
@@ -389,6 +399,75 @@ async def check_rows(checks: int, entries: list[Entry], size: str) -> list[dict]
     ]
 
 
+def messages(count: int) -> list[Message]:
+    """The first ``count`` messages of a working session (``history``)."""
+    target = count * 100  # ~90 tokens a message
+    while len(found := history(target)) < count:
+        target *= 2
+    return [e.message for e in found[:count]]
+
+
+def replay_rows(checks: int, sizes: tuple[int, ...] = (100, 10_000)) -> list[dict]:
+    """The replay before each model call, kept between calls, beside the whole
+    walk it replaces, at each context size: one message appended per call.
+
+    The kept replay at every size is measured interleaved with itself at the
+    other sizes, and the whole walks likewise: a whole walk of 10,000 messages
+    between two kept ones would leave them to run in the CPU caches it
+    emptied, which is the walk's cost (5 µs became ~20 in a trial)."""
+    window = load_catalog().limits(PROVIDER, MODEL).context_window
+    bound = int(window * AgentConfig().tool_result_share)  # as Turn._request cuts
+    msgs = messages(max(sizes) + checks + 1)  # +1: the warm-up's
+    ours = interleaved(checks, {size: _kept(msgs, size, bound) for size in sizes})
+    floor = interleaved(checks, {size: _whole(msgs, size, bound) for size in sizes})
+    rows = []
+    for size in sizes:
+        o, f = statistics.median(ours[size]) * 1e6, statistics.median(floor[size]) * 1e6
+        rows.append(
+            {
+                "name": f"replay per call (convert, cut, measure), {size:,} messages",
+                "unit": "µs (comparison: the whole walk of the same context)",
+                "ours": o,
+                "comparison": f,
+                "ratio": o / f,
+            }
+        )
+    return rows
+
+
+def _kept(msgs: list[Message], size: int, bound: int) -> Callable[[], float]:
+    """One call's replay as a turn makes it: kept from the last call."""
+    context, coming = msgs[:size], iter(msgs[size:])
+    meter = ContextMeter()
+    # made once and every size cached, as after the agent's first call
+    meter.raw(Request(model=MODEL, messages=meter.prepared(context, PROVIDER, bound)))
+
+    def call() -> float:
+        context.append(next(coming))
+        t0 = time.perf_counter()
+        replay = meter.prepared(context, PROVIDER, bound)
+        meter.raw(Request(model=MODEL, messages=replay))
+        return time.perf_counter() - t0
+
+    return call
+
+
+def _whole(msgs: list[Message], size: int, bound: int) -> Callable[[], float]:
+    """One call's replay as it was made before: the whole context walked."""
+    context, coming = msgs[:size], iter(msgs[size:])
+    meter = ContextMeter()
+    meter.raw(Request(model=MODEL, messages=bound_results(for_provider(context, PROVIDER), bound)))
+
+    def call() -> float:
+        context.append(next(coming))
+        t0 = time.perf_counter()
+        replay = bound_results(for_provider(context, PROVIDER), bound)
+        meter.raw(Request(model=MODEL, messages=replay))
+        return time.perf_counter() - t0
+
+    return call
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -412,6 +491,7 @@ def main() -> int:
     rows = trio.run(compact_rows, args.rounds, entries, size, "128k window", None)
     rows += trio.run(compact_rows, args.rounds, entries, size, "32k summary window", 32_000)
     rows += trio.run(check_rows, args.checks, entries, size)
+    rows += replay_rows(args.checks)
 
     print(f"{'benchmark':<70} {'unit':<62} {'ours':>12} {'comparison':>12} {'ratio':>8}")
     for r in rows:

@@ -252,6 +252,7 @@ def full_plan() -> dict[str, Any]:
     return {
         "loads": [Load(1, 100, 300), Load(100, 50, 100), Load(1000, 10, 20), Load(2000, 5, 10)],
         "bulk": Load(1000, 0, 40),
+        "turns": Load(500, 0, 1),
         "reps": 3,
         "idle_agents": 10_000,
         "warmup": Load(20, 50, 20),
@@ -262,6 +263,7 @@ def quick_plan() -> dict[str, Any]:
     return {
         "loads": [Load(1, 100, 100), Load(20, 50, 50), Load(100, 10, 10), Load(200, 5, 5)],
         "bulk": Load(100, 0, 20),
+        "turns": Load(100, 0, 1),
         "reps": 3,
         "idle_agents": 1000,
         "warmup": Load(5, 50, 5),
@@ -441,6 +443,17 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 results = await both(load)
                 report(table, load, results[daemon.name], results[relay.name])
             streaming_kib = (max(peak) - rss_idle_n) / streaming_n if peak else None
+
+            # a turn's whole cost: many agents, each a one-delta reply, back to back
+            turns: Load = plan["turns"]
+            results = await both(turns)
+            table.row(
+                f"daemon CPU per turn, 1-delta reply, {turns.agents:,} agents at once",
+                "us CPU per turn (comparison: lean relay floor, CPU per request)",
+                median([r.cpu / turns.agents * 1e6 for r in results[daemon.name]]),
+                median([r.cpu / turns.agents * 1e6 for r in results[relay.name]]),
+                "lower",
+            )
 
             bulk: Load = plan["bulk"]
             results = await both(bulk, "bulk")

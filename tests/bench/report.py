@@ -419,7 +419,11 @@ least possible work (the lean relay of the e2e rows is that floor).
   floor of importing its stack), `bench_scrub.py` (a log line through the
   redaction chain and `scrub()` alone, CPU per line; comparison: a copy of
   the scrubber before it caught pieces cut from the middle of a key, on the
-  same lines, repetitions interleaved), `bench_limiter.py` (50 agents at once
+  same lines, repetitions interleaved), `bench_logging.py` (a turn's log
+  line, the log going to a file: CPU of the thread that logs it, and of the
+  whole process until it is on disk; comparison: a copy of the setup that
+  formatted and wrote each line in the calling thread, before the writer
+  thread), `bench_limiter.py` (50 agents at once
   on one key the fake provider limits, with each wire API's real rate-limit
   headers and 429s, in one process on the mock clock; comparison: the same
   load with the provider limiter off: 429s, retries, turns completed,

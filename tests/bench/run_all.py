@@ -70,6 +70,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "compaction": ([], ["--rounds", "3", "--checks", "50"]),
     "mcp": ([], ["--calls", "50"]),
     "scrub": ([], ["--lines", "300", "--reps", "9"]),
+    "logging": ([], ["--lines", "500", "--reps", "9"]),
     "e2e": ([], ["--quick"]),
     "limiter": ([], ["--agents", "20", "--tpm", "24000"]),
 }

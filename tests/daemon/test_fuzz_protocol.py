@@ -177,6 +177,9 @@ _by_field: dict[str, Any] = {
     "text": _plain,
     "system": _plain,
     "prompt": _plain | st.none(),
+    # agent.fork's fan-out: a few children, or past the bound
+    "count": st.integers(-2, 4) | st.just(1001) | st.none(),
+    "prompts": st.lists(_plain, max_size=3) | st.none(),
     "cwd": st.sampled_from(["/tmp", "/", "relative", "/no/such/dir", "/etc/passwd", "/tmp/../tmp/"]) | _plain,
     "policy": st.sampled_from(["default", "yolo", "nope"]) | _plain,
     "approval": st.sampled_from(["ap-0", "ap-000000000000"]) | _plain,

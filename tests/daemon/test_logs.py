@@ -14,6 +14,7 @@ from daemon.process.logs import (
     _forget_secrets,
     close_logging,
     configure_logging,
+    flush_logging,
     redact,
     register_secret,
 )
@@ -38,8 +39,13 @@ def log_dir(tmp_path):
     logging.getLogger().setLevel(logging.WARNING)
 
 
+def log_text(d: Path, name: str = "ikigaid.log") -> str:
+    assert flush_logging()  # lines are written by the log's writer thread
+    return (d / name).read_text()
+
+
 def lines(d: Path, name: str = "ikigaid.log") -> list[dict]:
-    return [json.loads(line) for line in (d / name).read_text().splitlines()]
+    return [json.loads(line) for line in log_text(d, name).splitlines()]
 
 
 def assert_clean(text: str) -> None:
@@ -68,7 +74,7 @@ def test_events_are_redacted_in_the_json_file(log_dir):
     except RuntimeError:
         log.exception("turn failed")
     log.warning("oops", error=ValueError(f"bad {GROQ}"))
-    text = (log_dir / "ikigaid.log").read_text()
+    text = log_text(log_dir)
     assert_clean(text)
     assert "short" not in text
     recs = lines(log_dir)
@@ -105,7 +111,7 @@ def test_stdlib_loggers_go_through_the_redaction(log_dir):
         raise OSError(f"auth failed for {ODD}")
     except OSError:
         logging.getLogger("some.lib").exception("with %s", ANT)
-    text = (log_dir / "ikigaid.log").read_text()
+    text = log_text(log_dir)
     assert_clean(text)
     recs = lines(log_dir)
     assert (
@@ -155,6 +161,7 @@ def test_files_are_private_and_rotate_by_size(log_dir):
     log = structlog.get_logger("x")
     for i in range(100):
         log.info("filler line", i=i, key_material=ANT)
+    assert flush_logging()
     names = sorted(p.name for p in log_dir.iterdir())
     assert names == ["ikigaid.log", "ikigaid.log.1", "ikigaid.log.2"]
     assert stat.S_IMODE(os.stat(log_dir).st_mode) == 0o700
@@ -169,6 +176,7 @@ def test_files_are_private_and_rotate_by_size(log_dir):
 def test_foreground_writes_readable_redacted_lines_to_stderr(log_dir, capsys):
     configure_logging(log_dir, foreground=True)
     structlog.get_logger("ikigai.daemon").info("ikigaid ready", socket="/run/x.sock", key=ANT)
+    assert flush_logging()
     err = capsys.readouterr().err
     assert "ikigaid ready" in err
     assert "socket=/run/x.sock" in err
@@ -181,6 +189,7 @@ def test_foreground_writes_readable_redacted_lines_to_stderr(log_dir, capsys):
 def test_without_a_log_dir_background_goes_to_stderr_as_json(log_dir, capsys):
     configure_logging(None, foreground=False)
     structlog.get_logger("x").info("hello", token=OAI)
+    assert flush_logging()
     rec = json.loads(capsys.readouterr().err.strip())
     assert rec["event"] == "hello" and rec["token"] == REDACTED
 
@@ -294,6 +303,7 @@ def test_a_secret_registered_after_a_text_was_logged_is_scrubbed_from_it_next_ti
     log = structlog.get_logger("ikigai.test")
     for _ in range(3):
         log.info("using", value=ODD, ref=f"token-{ODD}")
+    assert flush_logging()  # written before the registration
     register_secret(ODD)
     log.info("using", value=ODD, ref=f"token-{ODD}")
     got = lines(log_dir)
@@ -319,5 +329,6 @@ def test_each_line_is_formatted_once(log_dir, monkeypatch):
     log = structlog.get_logger("ikigai.test")
     for i in range(10):
         log.info("line", i=i)
+    assert flush_logging()
     assert calls == 10
     assert [x["i"] for x in lines(log_dir)] == list(range(10))

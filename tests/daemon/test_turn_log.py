@@ -57,6 +57,9 @@ async def test_turns_retries_and_errors_are_logged_without_content(
     for secret in (PROMPT_OK, REPLY_OK, PROMPT_FAIL, KEY):
         assert secret not in text
     lines = _lines(daemon.home)
+    # lines are written by a thread of their own: SIGTERM's exit writes every one, the last too
+    assert ("signal received", "SIGTERM") in [(r["event"], r.get("signal")) for r in lines]
+    assert lines[-1]["event"] == "ikigaid stopped"
 
     turn = ok["turn"]
     (start,) = _of(lines, "turn started", turn)

@@ -1,0 +1,149 @@
+"""Forks: one or many children of one parent, in one transaction.
+
+``agent.fork {count}`` / ``{prompts}`` and the model's fork tool with a list
+of prompts make N children at one fork point, each with its first turn's user
+row and open-turn mark written in the same transaction as the agent rows
+(store.fork_many): a fan-out of N is one commit instead of 2N. The children
+inherit the same rows, so one replay gives every one its context (the Message
+objects are shared, immutable), instead of N replays of the parent's history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from providers.modelspec import ResolvedModel
+from providers.types import Message, TextBlock, ThinkingLevel
+from store import Budget, ForkChild, StoreError
+
+from . import _mcp_select as mcp_select
+from .errors import AgentError
+from .limited import PRIORITIES
+from .permissions import dump_chain, parse_chain
+from .workdir import working_folder
+
+
+def checked_folder(text: str) -> str:
+    try:
+        return working_folder(text)
+    except ValueError as e:
+        raise AgentError(str(e)) from None
+
+
+def checked_priority(priority: str | None) -> str | None:
+    if priority is not None and priority not in PRIORITIES:
+        raise AgentError(f"priority must be one of {', '.join(PRIORITIES)}, not {priority!r}")
+    return priority
+
+
+async def fork_many(
+    sup: Any,
+    ref: str,
+    prompts: list[str | None],
+    *,
+    names: list[str | None] | None = None,
+    model: str | None = None,
+    at_message: int | None = None,
+    cwd: str | None = None,
+    policy: str | None = None,
+    mcp: list[str] | None = None,
+    priority: str | None = None,
+    origin: str = "interactive",
+    budget: Budget | None = None,
+) -> list[tuple[Any, ResolvedModel, str | None]]:
+    """One child per entry of ``prompts`` (see fork), all at one fork point
+    and in one transaction with their first turns' user rows: a fan-out of
+    N is one commit, and the children share one replay of what they
+    inherit. (record, resolved model, first turn id) of each, in order."""
+    if any(p is not None and not p.strip() for p in prompts):
+        raise AgentError("a prompt is empty")
+    names = names if names is not None else [None] * len(prompts)
+    folder = checked_folder(cwd) if cwd is not None else None
+    own = None if policy is None else sup._policy_name(policy)
+    parent = await sup.resolve(ref)
+    actor = sup.actors.get(parent.uuid)
+    # its own priority, else its parent's (None: each turn's)
+    priority = checked_priority(priority) or (actor.priority if actor else parent.priority)
+    servers = (
+        mcp_select.checked(sup.deps.mcp, mcp)
+        if mcp is not None
+        else actor.mcp
+        if actor
+        else mcp_select.parse(getattr(parent, "mcp", None))
+    )
+    inherited = actor.policy if actor else parse_chain(parent.policy)
+    # the configured default is written down once the chain grows, so the
+    # child keeps the parent's rules and its own
+    chain = inherited if own is None else [*sup.deps.permissions.names(inherited), own]
+    provider, model_name = parent.provider, parent.model
+    level: ThinkingLevel = actor.thinking_level if actor else parent.thinking_level
+    spec = model or f"{provider}/{model_name}"
+    try:
+        resolved = sup.resolve_model(spec, current_thinking=level)
+    except ValueError as e:
+        raise AgentError(str(e)) from None
+    if at_message is None and actor is not None and actor.turn_first_row is not None:
+        # a busy agent forks from its last completed message, not mid-turn
+        at_message = await sup.db.last_row_before(parent.uuid, actor.turn_first_row)
+        if at_message is None:  # its first turn: nothing settled to inherit
+            return [
+                await sup._create(
+                    model=f"{resolved.provider}/{resolved.model}/{resolved.thinking.level}",
+                    name=name,
+                    system=parent.system_prompt,
+                    prompt=prompt,
+                    parent=parent.uuid,
+                    thinking="none",
+                    cwd=folder or (str(actor.cwd) if actor else parent.cwd),
+                    chain=chain,
+                    servers=servers,
+                    priority=priority,
+                    origin=origin,
+                    budget=budget,
+                )
+                for prompt, name in zip(prompts, names, strict=True)
+            ]
+    children = [
+        ForkChild(
+            name=name,
+            prompt=None if p is None else Message(role="user", content=[TextBlock(text=p)]),
+        )
+        for p, name in zip(prompts, names, strict=True)
+    ]
+    try:
+        forked = await sup.db.fork_many(
+            parent.uuid,
+            children,
+            at_message_id=at_message,
+            provider=resolved.provider,
+            model=resolved.model,
+            thinking_level=resolved.thinking.level,
+            cwd=folder,
+            policy=dump_chain(chain),
+            mcp=mcp_select.dump(servers),
+            priority=priority,
+            budget=budget,  # no more than the parent has left (store.BudgetRefused)
+        )
+    except (StoreError, ValueError) as e:
+        raise AgentError(str(e)) from None
+    prefix: list[Message] | None = None
+    out: list[tuple[Any, ResolvedModel, str | None]] = []
+    for (child, first), child_spec, text in zip(forked, children, prompts, strict=True):
+        child_actor = await sup._start(child)
+        turn = None
+        if first is not None and child_spec.prompt is not None and text is not None:
+            turn = str((first.data or {})["turn"])
+            if prefix is None and len(children) > 1:
+                # every child inherits the same rows: one replay serves them all
+                prefix = await _inherited(sup, child.uuid, child_spec.prompt)
+            context = None if prefix is None else [*prefix, child_spec.prompt]
+            child_actor.begin_stored(turn, text, first.id, priority=origin, context=context)
+        out.append((child, resolved, turn))
+    return out
+
+async def _inherited(sup: Any, uuid: str, prompt: Message) -> list[Message] | None:
+    """What a fork inherited: its replay without its own first prompt."""
+    replayed = await sup.db.replay(uuid)
+    if not replayed or replayed[-1] != prompt:
+        return None  # not the shape expected: each child replays its own
+    return replayed[:-1]

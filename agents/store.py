@@ -72,7 +72,9 @@ class Workers:
     sleeping, so under load calls take no thread wake-up, limiter or
     thread-cache hand-off each. A worker left idle for ``idle`` seconds exits.
     Like run_sync, a call is not abandoned when its task is cancelled: the
-    task waits for the result (a store call is committed when it returns)."""
+    task waits for the result (a store call is committed when it returns).
+    Results go back to the trio thread in batches: one wake-up for every call
+    that finished meanwhile. One Workers serves one trio run."""
 
     def __init__(self, limit: int, *, idle: float = 10.0) -> None:
         if limit < 1:
@@ -84,6 +86,10 @@ class Workers:
         self._threads = 0
         self._idle = 0  # workers waiting for a job
         self._queued = 0  # jobs no worker has taken yet
+        # results waiting for the trio thread, and whether it was told: calls
+        # a group commit answers together wake the loop once, not once each
+        self._done: list[tuple[trio.lowlevel.Task, outcome.Outcome[Any]]] = []
+        self._told = False
 
     @property
     def threads(self) -> int:
@@ -100,7 +106,12 @@ class Workers:
 
         def job() -> None:
             result = outcome.capture(ctx.run, fn)
-            token.run_sync_soon(trio.lowlevel.reschedule, task, result)
+            with self._lock:
+                self._done.append((task, result))
+                if self._told:
+                    return
+                self._told = True
+            token.run_sync_soon(self._answer)
 
         with self._lock:
             # counted and queued under the lock: a worker that saw no job and
@@ -113,6 +124,14 @@ class Workers:
         return await trio.lowlevel.wait_task_rescheduled(  # type: ignore[no-any-return]
             lambda _: trio.lowlevel.Abort.FAILED
         )
+
+    def _answer(self) -> None:
+        """In the trio thread: every finished call's task goes on with its result."""
+        with self._lock:
+            done, self._done = self._done, []
+            self._told = False
+        for task, result in done:
+            trio.lowlevel.reschedule(task, result)
 
     def _work(self) -> None:
         while True:

@@ -39,13 +39,21 @@ class Goal:
     field: str  # "ratio" or "ours"
     test: Callable[[float], bool]
     bound: str  # the goal's bound as shown
+    # another row: the goal is on this row's figure over that row's
+    versus: str | None = None
 
-    def check(self, row: Row | None) -> tuple[str, str]:
+    def check(self, row: Row | None, rows: dict[str, Row] | None = None) -> tuple[str, str]:
         """(figure, status) where status is met, not met or not measured."""
         if row is None or row.get(self.field) is None:
             return "-", "not measured"
         value = float(row[self.field])
-        if self.field == "ratio":
+        if self.versus is not None:
+            other = (rows or {}).get(self.versus)
+            if other is None or not other.get(self.field):
+                return "-", "not measured"
+            base = float(other[self.field])
+            value, figure = value / base, f"{fmt(value)} vs {fmt(base)}: {value / base:.2f}x"
+        elif self.field == "ratio":
             figure = f"{fmt(row['ours'])} vs {fmt(row['comparison'])}: {value:.2f}x"
         elif row.get("comparison") is not None:
             figure = f"{fmt(value)} (floor {fmt(row['comparison'])})"
@@ -57,6 +65,7 @@ class Goal:
 
 E2E_100 = "100 agents x 50/s"
 E2E_1000 = "1,000 agents x 10/s"
+TURN_AGENTS = "500"
 GOALS = [
     Goal(
         f"daemon CPU per delivered event within 1.5x of the lean relay floor, {E2E_100}",
@@ -66,11 +75,12 @@ GOALS = [
         "<= 1.5x",
     ),
     Goal(
-        f"added latency p99 within 2x of the floor's, {E2E_100}",
+        # issue 18 asked 2x; issue 30 asks 1.5x
+        f"added latency p99 within 1.5x of the lean relay's, {E2E_100}",
         f"e2e: added latency p99, {E2E_100}",
         "ratio",
-        lambda x: x <= 2.0,
-        "<= 2x",
+        lambda x: x <= 1.5,
+        "<= 1.5x",
     ),
     Goal(
         f"added latency p99 under 100 ms, {E2E_1000}",
@@ -145,6 +155,78 @@ GOALS = [
         )
         for kind in ("turn lines", "error lines")
     ],
+    # issue 30, the lean turn (the e2e rows: the median of three runs)
+    Goal(
+        f"added latency p50 within 2x of the floor's, {E2E_1000}",
+        f"e2e: added latency p50, {E2E_1000}",
+        "ratio",
+        lambda x: x <= 2.0,
+        "<= 2x",
+    ),
+    Goal(
+        f"daemon CPU per delivered event within 1.5x of the floor, {E2E_1000}",
+        f"e2e: daemon CPU per event, {E2E_1000}",
+        "ratio",
+        lambda x: x <= 1.5,
+        "<= 1.5x",
+    ),
+    Goal(
+        "daemon CPU per delivered event within 5x of the floor, bulk bodies, 1,000 agents",
+        "e2e: daemon CPU per event, bulk bodies, 1,000 agents",
+        "ratio",
+        lambda x: x <= 5.0,
+        "<= 5x",
+    ),
+    Goal(
+        "daemon CPU per turn (1-delta reply) within 4x of the lean relay's per request",
+        f"e2e: daemon CPU per turn, 1-delta reply, {TURN_AGENTS} agents at once",
+        "ratio",
+        lambda x: x <= 4.0,
+        "<= 4x",
+    ),
+    Goal(
+        "1,000 forks with their first prompts acknowledged in 2 s or less",
+        "fanout: 1,000 forks with their first prompts, acknowledged",
+        "ours",
+        lambda x: x <= 2.0,
+        "<= 2 s",
+    ),
+    Goal(
+        "agent.list at 10,000 agents in 100 ms or less",
+        "fanout: agent.list at 10,000 agents",
+        "ours",
+        lambda x: x <= 100,
+        "<= 100 ms",
+    ),
+    Goal(
+        "RSS per idle agent 4 KiB or less (10,000 agents)",
+        "e2e: RSS per idle agent (10,000)",
+        "ours",
+        lambda x: x <= 4.0,
+        "<= 4 KiB",
+    ),
+    Goal(
+        "RSS per streaming agent 24 KiB or less (1,000 agents)",
+        "e2e: RSS per streaming agent (1,000)",
+        "ours",
+        lambda x: x <= 24.0,
+        "<= 24 KiB",
+    ),
+    Goal(
+        "the size check per call at 1,100 messages within 5% of a loopback model call",
+        "compaction: size check per call, 100k context",
+        "ratio",
+        lambda x: x <= 0.05,
+        "<= 0.05x",
+    ),
+    Goal(
+        "a call's replay at 10,000 messages costs what it costs at 100 (within 1.5x)",
+        "compaction: replay per call (convert, cut, measure), 10,000 messages",
+        "ours",
+        lambda x: x <= 1.5,
+        "<= 1.5x",
+        versus="compaction: replay per call (convert, cut, measure), 100 messages",
+    ),
 ]
 
 # the README's table: these rows, in this order (a missing one shows as not measured)
@@ -205,7 +287,7 @@ def _goals_table(results: Results) -> list[str]:
     by_name = {r["name"]: r for r in results.get("rows", [])}
     out = ["| goal | bound | figure | status |", "|---|---|---|---|"]
     for g in GOALS:
-        figure, status = g.check(by_name.get(g.row))
+        figure, status = g.check(by_name.get(g.row), by_name)
         out.append(f"| {_cell(g.text)} | {_cell(g.bound)} | {_cell(figure)} | {status} |")
     return out
 
@@ -213,7 +295,7 @@ def _goals_table(results: Results) -> list[str]:
 def goal_status(results: Results) -> dict[str, str]:
     """Goal text -> met / **not met** / not measured."""
     by_name = {r["name"]: r for r in results.get("rows", [])}
-    return {g.text: g.check(by_name.get(g.row))[1] for g in GOALS}
+    return {g.text: g.check(by_name.get(g.row), by_name)[1] for g in GOALS}
 
 
 def _commit(results: Results) -> str:
@@ -398,6 +480,14 @@ least possible work (the lean relay of the e2e rows is that floor).
   - *delivery of a 2 s stream*: first write -> last delta received for the
     slowest agent at 1,000 agents x 10/s (real time: 2 s).
   - *lost events*: deltas sent minus deltas received.
+  - *daemon CPU per turn*: 500 agents prompted at once, each answered with
+    a one-delta reply (the turn's whole cost in the daemon process: the
+    prompt, its store writes, the request, the stream, the events, the log
+    lines); comparison: the lean relay's CPU per request of the same load.
+  - A full run runs `bench_e2e.py` three times; each e2e row is the median
+    of the three runs (ours, comparison and ratio each; every run's ratio is
+    kept in the results file as `runs`), since one run on shared cores is
+    noisy.
   - 1,000 agents was exactly the old provider connection pool's cap (httpx:
     1,000 connections, 100 kept alive, so busy agents reconnected every
     turn). Streamed calls now run on `providers/h1`, whose keep-alive pool
@@ -428,7 +518,13 @@ least possible work (the lean relay of the e2e rows is that floor).
   headers and 429s, in one process on the mock clock; comparison: the same
   load with the provider limiter off: 429s, retries, turns completed,
   provider requests and time, and the time against the fewest seconds the
-  limit allows). `bench_e2e.py` also runs its 100-agent load through a second
+  limit allows), `bench_fanout.py` (through a real `ikigaid`: 1,000 forks
+  with their first prompts made by one `agent.fork {count}`, from send to
+  answer; comparison: the same 1,000 children by 1,000 `agent.fork` calls
+  pipelined on one connection, the parent the same, runs interleaved; and
+  `agent.list` at 10,000 agents restored from a prepared database;
+  comparison: the agents table read with sqlite3 in the bench process).
+  `bench_e2e.py` also runs its 100-agent load through a second
   daemon with `provider_limiter: false`: the limiter's own CPU per event.
 """
 

@@ -82,7 +82,32 @@ def test_goals_met_not_met_and_not_measured() -> None:
         "limiter: 50 agents, limiter on: time to the last turn's end vs the fewest the limit allows": "not measured",
         "limiter: 50 agents, 429s": "not measured",
         "e2e: daemon CPU per event, limiter on vs off, 100 agents x 50/s": "not measured",
+        # issue 30's
+        "e2e: added latency p50, 1,000 agents x 10/s": "not measured",
+        "e2e: daemon CPU per event, 1,000 agents x 10/s": "not measured",
+        "e2e: daemon CPU per event, bulk bodies, 1,000 agents": "not measured",
+        "e2e: daemon CPU per turn, 1-delta reply, 500 agents at once": "not measured",
+        "fanout: 1,000 forks with their first prompts, acknowledged": "not measured",
+        "fanout: agent.list at 10,000 agents": "not measured",
+        "e2e: RSS per idle agent (10,000)": "not measured",
+        "e2e: RSS per streaming agent (1,000)": "not measured",
+        "compaction: size check per call, 100k context": "not measured",
+        "compaction: replay per call (convert, cut, measure), 10,000 messages": "not measured",
     }
+
+
+def test_a_goal_on_one_row_against_another() -> None:
+    results = copy.deepcopy(SYNTHETIC)
+    big = "compaction: replay per call (convert, cut, measure), 10,000 messages"
+    small = "compaction: replay per call (convert, cut, measure), 100 messages"
+    results["rows"].append(_row(big, 6.4, 4800.0))
+    status = report.goal_status(results)
+    text = next(g.text for g in report.GOALS if g.row == big)
+    assert status[text] == "not measured"  # no 100-message row to hold it against
+    results["rows"].append(_row(small, 6.0, 110.0))
+    assert report.goal_status(results)[text] == "met"
+    results["rows"][-1]["ours"] = 2.0
+    assert report.goal_status(results)[text] == "**not met**"
 
 
 def test_a_figure_that_meets_its_goal_is_met() -> None:

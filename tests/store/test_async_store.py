@@ -48,6 +48,43 @@ async def test_no_more_than_the_limit_run_at_once() -> None:
     assert workers.threads == 3
 
 
+async def test_calls_that_finish_together_wake_the_loop_once() -> None:
+    # what a group commit does: eight callers answered while the loop is busy
+    workers = Workers(8)
+    gate = threading.Barrier(8)
+    answered = 0
+    answer = workers._answer
+
+    def counted() -> None:
+        nonlocal answered
+        answered += 1
+        answer()
+
+    workers._answer = counted  # type: ignore[method-assign]
+
+    def together(i: int) -> int:
+        gate.wait(timeout=30)  # all eight running at once
+        return i
+
+    results: dict[int, int] = {}
+
+    async def one(i: int) -> None:
+        results[i] = await workers.run(lambda: together(i))
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            for i in range(8):
+                nursery.start_soon(one, i)
+            await trio.testing.wait_all_tasks_blocked()
+            # the loop held (a blocking wait in its own thread) until all eight
+            # have finished, as when it is busy while a group commit answers
+            deadline = time.monotonic() + 30
+            while len(workers._done) < 8 and time.monotonic() < deadline:
+                time.sleep(0.001)  # noqa: ASYNC251 - holding the loop is the point
+    assert results == {i: i for i in range(8)}
+    assert answered == 1
+
+
 async def test_an_error_in_the_call_is_raised_in_the_caller() -> None:
     workers = Workers(2)
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import itertools
 import queue
 import secrets
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any, NamedTuple, TypeVar
 
 import outcome
 import trio
@@ -35,6 +37,15 @@ from store import (
 
 T = TypeVar("T")
 
+
+class Listing(NamedTuple):
+    """What AsyncStore.listing reads."""
+
+    records: list[AgentRecord]  # the listed agents, oldest first
+    shorts: dict[str, str]  # every agent's short id (listed or not)
+    totals: dict[str, UsageTotals]  # own usage of the agents that have some
+    active: dict[str, datetime]  # newest own row's time of the agents that have rows
+
 SHORT_REF = 8  # hex characters a displayed id has at least
 
 
@@ -50,18 +61,58 @@ def short_refs(
     ids = sorted({r.uuid for r in records}.union(wanted))
     # resolve() prefers a live agent's name to an id prefix
     names = {r.name for r in records if r.alive}
+    cut = _cuts(ids)
     at = {u: i for i, u in enumerate(ids)}
     out: dict[str, str] = {}
     for u in wanted:
         i = at[u]
-        need = SHORT_REF
-        for other in ids[max(i - 1, 0) : i] + ids[i + 1 : i + 2]:
-            same = next((k for k, (a, b) in enumerate(zip(u, other, strict=False)) if a != b), None)
-            need = max(need, (len(u) if same is None else same) + 1)
+        need = max(SHORT_REF, cut[i], cut[i - 1] if i else 0)
         while need < len(u) and (u[need - 1] == "-" or u[:need] in names):
             need += 1
         out[u] = u[:need]
     return out
+
+
+_WHOLE = 1 << 30  # a prefix longer than any id: the whole id
+
+
+def _cuts(ids: list[str]) -> list[int]:
+    """For each of the sorted ``ids``, what tells it from the next apart:
+    their common prefix and one character more; all of both (_WHOLE) when
+    one begins the other. Once a pair, not once a side: a listing asks for
+    every id. (The last id has no next: 0.)"""
+    cut = [0] * len(ids)
+    width = len(ids[0]) if ids else 0
+    if all(len(u) == width and u.isascii() for u in ids):  # uuids: the common case
+        # the first character two ids differ at is the highest byte their XOR
+        # sets: a few C calls a pair, where comparing characters is a loop
+        ints = [int.from_bytes(u.encode(), "big") for u in ids]
+        for i, (x, y) in enumerate(itertools.pairwise(ints)):
+            cut[i] = width - ((x ^ y).bit_length() + 7) // 8 + 1
+        return cut
+    k = SHORT_REF - 1
+    for i, (a, b) in enumerate(itertools.pairwise(ids)):
+        # (else fewer than SHORT_REF characters tell them apart: 0 will do)
+        if a[:k] == b[:k] or len(a) < k or len(b) < k:
+            same = _common(a, b)
+            cut[i] = same + 1 if same < min(len(a), len(b)) else _WHOLE
+    return cut
+
+
+def _common(a: str, b: str) -> int:
+    """The length of the common prefix of two strings, by halving: slices
+    compare in C, where a loop over characters would run in Python."""
+    hi = min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    lo = 0  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 class Workers:
@@ -160,6 +211,8 @@ class AsyncStore:
     def __init__(self, store: Store, *, threads: int = 8) -> None:
         self.store = store
         self._workers = Workers(threads)
+        # every agent's ref and short id as the last listing found them
+        self._shorts: tuple[list[AgentRef], dict[str, str]] | None = None
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Any Store method, in a worker thread (for reads this facade does not wrap)."""
@@ -176,6 +229,25 @@ class AsyncStore:
     async def find_agents(self, ref: str) -> list[AgentRecord]:
         return await self.call(self.store.find_agents, ref)
 
+    async def listing(self, *, include_dead: bool = False) -> Listing:
+        """What agent.list reads of the store, in one worker thread: the
+        listed agents (not removed ones; dead ones with ``include_dead``),
+        every agent's short id, and the usage and last activity kept by
+        Store.listing_facts."""
+
+        def read() -> Listing:
+            records, refs = self.store.listing_records(include_dead=include_dead)
+            kept = self._shorts
+            if kept is not None and kept[0] == refs:
+                shorts = kept[1]  # no agent made, renamed, killed or removed since
+            else:
+                shorts = short_refs([r.uuid for r in refs], refs)
+                self._shorts = (refs, shorts)
+            facts = self.store.listing_facts()
+            return Listing(records, shorts, facts.totals, facts.active)
+
+        return await self.call(read)
+
     async def short_refs(self, uuids: list[str]) -> dict[str, str]:
         """Each agent's shortest unique id prefix (see short_refs), in one worker thread."""
 
@@ -188,7 +260,8 @@ class AsyncStore:
         return await self.call(find)
 
     async def usage_totals(self) -> dict[str, UsageTotals]:
-        return await self.call(self.store.usage_totals)
+        """Store.usage_totals(), from the values the store keeps up to date."""
+        return (await self.call(self.store.listing_facts)).totals
 
     async def usage(self, uuid: str, *, descendants: bool = False) -> UsageReport:
         return await self.call(self.store.usage, uuid, descendants=descendants)

@@ -22,8 +22,8 @@ from sqlalchemy import exc
 
 from . import _replay
 from ._agents import subtree
-from ._base import StoreBase
 from ._errors import NameTaken, StoreError
+from ._listing import ListingMixin
 from ._rows import agent_record, check_name, now
 from ._schema import agents, approvals, budgets, mail, messages, prompt_queue
 from ._types import AgentRecord
@@ -50,7 +50,7 @@ class Removal(NamedTuple):
     purged_rows: int  # rows deleted: messages, mail, queued prompts, approvals
 
 
-class AdminMixin(StoreBase):
+class AdminMixin(ListingMixin):  # a purge tells the listing's kept values
     """Store methods for managing agents (see the module doc)."""
 
     def rename_agent(self, uuid: str, name: str) -> AgentRecord:
@@ -123,6 +123,7 @@ class AdminMixin(StoreBase):
             if not purge:
                 return Removal(False, 0)
             deleted, count = self._purge(conn, uuid)
+        self._listing_forget([uuid])  # committed: the listing computes it again
         if deleted:
             self._ranges.pop(uuid, None)
         parent = row.parent_uuid
@@ -132,6 +133,7 @@ class AdminMixin(StoreBase):
                 if up is None or up.purged_at is None:
                     break
                 gone, more = self._purge(conn, parent)
+            self._listing_forget([parent])
             if gone:
                 self._ranges.pop(parent, None)
             count += more

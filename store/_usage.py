@@ -224,6 +224,41 @@ def report(
     )
 
 
+Fetched = tuple[Sequence[Any], dict[str, int], dict[str, list[Model | None]]]
+
+
+def fetch_totals(conn: sa.Connection, uuids: Sequence[str] | None) -> Fetched:
+    """The rows own_totals needs for these agents (every agent when None).
+    Not per turn whatever ``uuids`` is: an agent's totals are then the same
+    whether it is asked about alone or with every other (store/_listing.py)."""
+    q = usage_query(uuids)
+    # in one order: each total sums its costs in the order of its rows
+    rows = conn.execute(q.order_by(*q.selected_columns[:4])).all()
+    turns = {r.agent_uuid: int(r.turns) for r in conn.execute(turns_query(uuids))}
+    switches, now = models_query(uuids)
+    return rows, turns, requested_models(conn.execute(now), conn.execute(switches))
+
+
+def own_totals(fetched: Fetched, catalog: Catalog) -> dict[str, UsageTotals]:
+    """Each agent's own totals, of the agents with usage rows in ``fetched``."""
+    rows, turns, requested = fetched
+    per_agent: dict[str, list[Any]] = {}
+    for r in rows:
+        per_agent.setdefault(r.agent_uuid, []).append(r)
+    return {
+        uuid: report(
+            uuid,
+            descendants=False,
+            agents=1,
+            rows=group,
+            turns=turns.get(uuid, 0),
+            requested=requested,
+            catalog=catalog,
+        ).total
+        for uuid, group in per_agent.items()
+    }
+
+
 def _add(a: UsageTotals, b: UsageTotals) -> UsageTotals:
     dollars = None if a.cost_usd is None or b.cost_usd is None else a.cost_usd + b.cost_usd
     return msgspec.structs.replace(
@@ -252,22 +287,8 @@ class UsageMixin(StoreBase):
         """Every agent's own totals (tokens and cost), in a few queries: for
         listings of many agents, where usage() per agent would be a query each."""
         with self._read() as conn:
-            rows, turns, requested = self._usage_rows(conn, None)
-        per_agent: dict[str, list[Any]] = {}
-        for r in rows:
-            per_agent.setdefault(r.agent_uuid, []).append(r)
-        return {
-            uuid: report(
-                uuid,
-                descendants=False,
-                agents=1,
-                rows=group,
-                turns=turns.get(uuid, 0),
-                requested=requested,
-                catalog=self.catalog,
-            ).total
-            for uuid, group in per_agent.items()
-        }
+            fetched = fetch_totals(conn, None)
+        return own_totals(fetched, self.catalog)
 
     def usage(self, agent_uuid: str, *, descendants: bool = False) -> UsageReport:
         """Tokens and cost of the agent's own turns (not inherited ones), or of

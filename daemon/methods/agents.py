@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import protocol as p
 from daemon.methods._context import context_of
@@ -56,39 +56,38 @@ class AgentsApi(Family):
         return await self.host._created(created, params.wait)
 
     async def list(self, conn: Connection, params: P.ListAgents) -> list[R.ListedAgent]:
-        records = await self.db.call(
-            self.db.store.list_agents, include_dead=params.include_dead, include_hidden=False
-        )
-        totals = await self.db.usage_totals()
-        active = await self.db.call(self.db.store.last_active, None)
-        shorts = await self.db.short_refs([r.uuid for r in records])
+        listing = await self.db.listing(include_dead=params.include_dead)
+        totals, active, shorts = listing.totals, listing.active, listing.shorts
+        info = self.host._info
+        memo: dict[Any, Any] = {}  # what the agents share, worked out once (Api._info)
+        # one object for every agent without usage: the answer is only encoded
+        unused: R.UsageBrief = {
+            "turns": 0,
+            "calls": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cost_usd": 0.0,
+        }
         out: list[R.ListedAgent] = []
-        for r in records:
+        for r in listing.records:
+            # completed in place: a copy of each agent's keys costs as much as making them
+            entry = cast("R.ListedAgent", info(r, shorts[r.uuid], memo))
             t = totals.get(r.uuid)
-            usage: R.UsageBrief = (
-                {
+            entry["usage"] = (
+                unused
+                if t is None
+                else {
                     "turns": t.turns,
                     "calls": t.calls,
                     "input_tokens": t.input_tokens,
                     "output_tokens": t.output_tokens,
                     "cost_usd": t.cost_usd,
                 }
-                if t is not None
-                else {
-                    "turns": 0,
-                    "calls": 0,
-                    "input_tokens": 0,
-                    "output_tokens": 0,
-                    "cost_usd": 0.0,
-                }
             )
-            out.append(
-                {
-                    **self.host._info(r, shorts[r.uuid]),
-                    "usage": usage,
-                    "last_active_at": stamp(active.get(r.uuid, r.created_at)),
-                }
-            )
+            last = active.get(r.uuid)
+            # no row of its own: active when it was made
+            entry["last_active_at"] = entry["created_at"] if last is None else stamp(last)
+            out.append(entry)
         return out
 
     async def show(self, conn: Connection, params: P.AgentRef) -> R.ShownAgent:

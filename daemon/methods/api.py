@@ -7,7 +7,7 @@ module (daemon/methods/__init__.py lists them). See docs/protocol.md.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import protocol as p
 from agents import Supervisor
@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 __all__ = ["Api", "DaemonInfo"]
 
 _CANDIDATES = 20  # agents an ambiguous-ref error lists
+
+
+def _listed(names: list[str] | None) -> tuple[str, ...] | None:
+    """A list of names as a key of _info's memo."""
+    return None if names is None else tuple(names)
 
 
 def _next_model(actor: Actor) -> str | None:
@@ -129,12 +134,34 @@ class Api:
         entry, _known = self.catalog.entry_or_default(provider, model)
         return entry.thinking.kind != "none"
 
-    def _info(self, record: AgentRecord, short: str) -> R.AgentInfo:
+    def _info(
+        self, record: AgentRecord, short: str, memo: dict[Any, Any] | None = None
+    ) -> R.AgentInfo:
+        """The agent as the protocol shows it. ``memo``: one dict for every
+        agent of a listing, to work out once what many agents share (thinking
+        per model, policies per chain, MCP servers per list). Only within
+        one synchronous pass: config, catalog and MCP servers change between
+        awaits, not during it."""
+        if memo is None:
+            memo = {}
         actor = self.sup.actor_of(record.uuid)
         provider = actor.provider if actor else record.provider
         model = actor.model if actor else record.model
-        perms = self.sup.deps.permissions
-        chain = actor.policy if actor else parse_chain(record.policy)
+        can_think = memo.get(("think", provider, model))
+        if can_think is None:
+            can_think = memo["think", provider, model] = self._can_think(provider, model)
+        # a live agent's policy chain and MCP servers are its actor's (as
+        # agent_servers reads them), a dead one's are its row's
+        policy_key = ("policy", _listed(actor.policy)) if actor else ("policy row", record.policy)
+        policy = memo.get(policy_key)
+        if policy is None:
+            perms = self.sup.deps.permissions
+            chain = actor.policy if actor else parse_chain(record.policy)
+            policy = memo[policy_key] = (perms.names(chain), perms.is_yolo(chain))
+        mcp_key = ("mcp", _listed(actor.mcp)) if actor else ("mcp row", record.mcp)
+        mcp = memo.get(mcp_key)
+        if mcp is None:
+            mcp = memo[mcp_key] = agent_servers(self.sup, record, actor is not None)
         return {
             "uuid": record.uuid,
             "short": short,
@@ -143,7 +170,7 @@ class Api:
             "provider": provider,
             "model": model,
             "thinking_level": actor.thinking_level if actor else record.thinking_level,
-            "can_think": self._can_think(provider, model),
+            "can_think": can_think,
             "next_model": None if actor is None else _next_model(actor),
             "system_prompt": actor.system_prompt if actor else record.system_prompt,
             "status": "running" if actor else record.status,
@@ -153,9 +180,9 @@ class Api:
             "created_at": stamp(record.created_at),
             "ended_at": None if record.ended_at is None else stamp(record.ended_at),
             "cwd": str(actor.cwd) if actor else record.cwd,
-            "policy": perms.names(chain),
-            "yolo": perms.is_yolo(chain),
-            "mcp": agent_servers(self.sup, record, actor is not None),
+            "policy": policy[0],
+            "yolo": policy[1],
+            "mcp": mcp,
             "priority": actor.priority if actor else record.priority,
         }
 

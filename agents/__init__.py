@@ -1,5 +1,6 @@
 """Agents: one trio actor per agent under a supervisor, the turn loop, tools."""
 
+from ._forks import numbered as fork_names
 from .actor import Actor
 from .deps import ActorDeps, AgentConfig, Neighbours
 from .eventlog import EventLog, Subscription
@@ -26,4 +27,5 @@ __all__ = [
     "Supervisor",
     "Turn",
     "TurnResult",
+    "fork_names",
 ]

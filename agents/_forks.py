@@ -10,11 +10,13 @@ objects are shared, immutable), instead of N replays of the parent's history.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from providers.modelspec import ResolvedModel
 from providers.types import Message, TextBlock, ThinkingLevel
-from store import Budget, ForkChild, StoreError
+from store import MAX_NAME, Budget, ForkChild, StoreError
 
 from . import _mcp_select as mcp_select
 from .errors import AgentError
@@ -28,6 +30,17 @@ def checked_folder(text: str) -> str:
         return working_folder(text)
     except ValueError as e:
         raise AgentError(str(e)) from None
+
+
+def numbered(name: str | None, count: int) -> list[str | None]:
+    """The names of ``count`` children asked to be called ``name``: the name
+    itself for one, NAME-1, NAME-2... for more (names of live agents are
+    unique), each cut to the longest name allowed, keeping its number."""
+    if name is None:
+        return [None] * count
+    if count == 1:
+        return [name]
+    return [f"{name}-{i}"[-MAX_NAME:] for i in range(1, count + 1)]
 
 
 def checked_priority(priority: str | None) -> str | None:
@@ -50,11 +63,14 @@ async def fork_many(
     priority: str | None = None,
     origin: str = "interactive",
     budget: Budget | None = None,
+    hold: list[Callable[[], None]] | None = None,
 ) -> list[tuple[Any, ResolvedModel, str | None]]:
     """One child per entry of ``prompts`` (see fork), all at one fork point
     and in one transaction with their first turns' user rows: a fan-out of
     N is one commit, and the children share one replay of what they
-    inherit. (record, resolved model, first turn id) of each, in order."""
+    inherit. (record, resolved model, first turn id) of each, in order.
+    ``hold``: the children's first turns are appended to it as callables
+    that begin them, for the caller to call once it has answered."""
     if any(p is not None and not p.strip() for p in prompts):
         raise AgentError("a prompt is empty")
     names = names if names is not None else [None] * len(prompts)
@@ -127,19 +143,44 @@ async def fork_many(
     except (StoreError, ValueError) as e:
         raise AgentError(str(e)) from None
     prefix: list[Message] | None = None
+    prompted = [
+        (child, first, spec.prompt)
+        for (child, first), spec in zip(forked, children, strict=True)
+        if first is not None and spec.prompt is not None
+    ]
+    if len(prompted) > 1:
+        # every child inherits the same rows: one replay serves them all
+        prefix = await _inherited(sup, prompted[0][0].uuid, prompted[0][2])
+    # No checkpoint from here on: every child is adopted before the first of
+    # their turns can take the loop, and with ``hold`` the turns begin only
+    # when the caller has its answer (a fan-out of 1,000 answers at once,
+    # not after 1,000 turns' first steps).
     out: list[tuple[Any, ResolvedModel, str | None]] = []
+    begins: list[Callable[[], None]] = []
     for (child, first), child_spec, text in zip(forked, children, prompts, strict=True):
-        child_actor = await sup._start(child)
+        child_actor = sup._adopt(child)
         turn = None
         if first is not None and child_spec.prompt is not None and text is not None:
             turn = str((first.data or {})["turn"])
-            if prefix is None and len(children) > 1:
-                # every child inherits the same rows: one replay serves them all
-                prefix = await _inherited(sup, child.uuid, child_spec.prompt)
             context = None if prefix is None else [*prefix, child_spec.prompt]
-            child_actor.begin_stored(turn, text, first.id, priority=origin, context=context)
+            begins.append(
+                functools.partial(
+                    child_actor.begin_stored,
+                    turn,
+                    text,
+                    first.id,
+                    priority=origin,
+                    context=context,
+                )
+            )
         out.append((child, resolved, turn))
+    if hold is not None:
+        hold.extend(begins)
+    else:
+        for begin in begins:
+            begin()
     return out
+
 
 async def _inherited(sup: Any, uuid: str, prompt: Message) -> list[Message] | None:
     """What a fork inherited: its replay without its own first prompt."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from store import Budget, StoreError
 
+from ._forks import numbered
 from .errors import AgentError
 from .tools import AgentOpError
 
@@ -58,7 +59,7 @@ class SupervisorOps:
         name: str | None,
         budget: dict[str, Any] | None = None,
     ) -> list[str]:
-        names = [None if name is None else f"{name}-{i}" for i in range(1, len(prompts) + 1)]
+        names = numbered(name, len(prompts))
         with _refused():
             limits = None if budget is None else Budget(**budget)
             forked = await self.sup.fork_many(

@@ -12,6 +12,7 @@ agents. Killing an agent ends its descendants; dead agents stay readable.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -141,6 +142,13 @@ class Supervisor:
         return await self._start(record)
 
     async def _start(self, record: Any) -> Actor:
+        actor = self._adopt(record)
+        await trio.lowlevel.checkpoint()
+        return actor
+
+    def _adopt(self, record: Any) -> Actor:
+        """The live actor of a stored agent, without a checkpoint: a fan-out
+        adopts all its children before any of their turns may run."""
         assert self._nursery is not None, "the supervisor is not running"
         actor = Actor(record, self.deps, self.approvals)
         self._parents[actor.uuid] = record.parent_uuid
@@ -148,8 +156,21 @@ class Supervisor:
         self.actors[actor.uuid] = actor
         # its task starts when it has work and ends when it has none
         actor._spawn = self._spawn
-        await trio.lowlevel.checkpoint()
         return actor
+
+    def begin_soon(self, begins: list[Callable[[], None]]) -> None:
+        """Call ``begins`` (held first turns of a fan-out, see _forks) in a
+        task of their own: after the caller's answer has been sent, which
+        is queued in this scheduler pass and written in the next."""
+        if not begins:
+            return
+
+        async def begin() -> None:
+            for fn in begins:
+                fn()
+
+        assert self._nursery is not None, "the supervisor is not running"
+        self._nursery.start_soon(begin)
 
     def _spawn(self, actor: Actor) -> None:
         if self._nursery is not None and not self._stopping:

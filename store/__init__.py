@@ -29,6 +29,7 @@ from ._errors import (
 )
 from ._ids import uuid7
 from ._replay import SUMMARY_PREFIX, summary_message
+from ._rows import MAX_NAME
 from ._store import Store
 from ._transfer import REFERENCES, ImportedRow, StoredRow
 from ._types import (
@@ -48,6 +49,7 @@ from ._types import (
 
 __all__ = [
     "KINDS",
+    "MAX_NAME",
     "REFERENCES",
     "SUMMARY_PREFIX",
     "AgentAlive",

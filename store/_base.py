@@ -15,7 +15,6 @@ from contextlib import contextmanager, nullcontext
 from datetime import datetime
 from typing import Any, Self
 
-import msgspec
 import sqlalchemy as sa
 from sqlalchemy import exc
 
@@ -33,12 +32,11 @@ from ._engine import (
 )
 from ._errors import AgentNotFound, DatabaseUnreachable, StoreError
 from ._group import MAX_MEMBERS, GroupCommit
-from ._rows import Prepared, no_nul
+from ._rows import Prepared, row_params
 from ._rows import now as _now
 from ._schema import agents, messages
 from ._types import MessageRecord
 
-_encode = msgspec.json.encode
 # Statements built once: building one per call (and its cache key) costs more
 # than running it on the connection.
 _INSERT_ONE = messages.insert()
@@ -272,19 +270,7 @@ class StoreBase:
     ) -> list[MessageRecord]:
         """Write history rows (every messages row goes through here), in order."""
         at = now or _now()
-        params: list[dict[str, Any]] = []
-        for kind, text, meta, message_json, _ in rows:
-            params.append(
-                {
-                    "agent_uuid": agent_uuid,
-                    "kind": kind,
-                    # the readable copies must fit PostgreSQL text and JSONB: no NUL
-                    "content": text.replace("\x00", "\ufffd") if "\x00" in text else text,
-                    "data": no_nul(meta) if meta and b"\\u0000" in _encode(meta) else meta,
-                    "message_json": message_json,
-                    "created_at": at,
-                }
-            )
+        params = [row_params(agent_uuid, row, at) for row in rows]
         try:
             if len(params) == 1:
                 ids = [conn.execute(_INSERT_ONE, params[0]).inserted_primary_key[0]]  # type: ignore[index]

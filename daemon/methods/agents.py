@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import protocol as p
+from agents import fork_names
 from daemon.methods._context import context_of
 from daemon.methods.budgets import budget_info, to_budget
 from daemon.methods.refusals import refusals
@@ -152,20 +154,26 @@ class AgentsApi(Family):
     async def fork(self, conn: Connection, params: P.Fork) -> R.Created | R.Forked:
         record = await self.host._record(params.agent)
         prompts, names = _fan_out(params)
-        with refusals():
-            forked = await self.sup.fork_many(
-                record.uuid,
-                prompts,
-                names=names,
-                model=params.model,
-                at_message=params.at,
-                cwd=params.cwd,
-                policy=params.policy,
-                mcp=params.mcp,
-                priority=params.priority,
-                budget=to_budget(params.budget),
-            )
-        shorts = await self.db.short_refs([child.uuid for child, _, _ in forked])
+        # the children's first turns begin once this answer is on its way
+        begins: list[Callable[[], None]] = []
+        try:
+            with refusals():
+                forked = await self.sup.fork_many(
+                    record.uuid,
+                    prompts,
+                    names=names,
+                    model=params.model,
+                    at_message=params.at,
+                    cwd=params.cwd,
+                    policy=params.policy,
+                    mcp=params.mcp,
+                    priority=params.priority,
+                    budget=to_budget(params.budget),
+                    hold=begins,
+                )
+            shorts = await self.db.short_refs([child.uuid for child, _, _ in forked])
+        finally:
+            self.sup.begin_soon(begins)
         made: list[R.Created] = [
             {
                 "agent": self.host._info(child, shorts[child.uuid]),
@@ -215,9 +223,4 @@ def _fan_out(params: P.Fork) -> tuple[list[str | None], list[str | None]]:
         prompts = [params.prompt] * params.count
     else:
         prompts = [params.prompt]
-    if params.name is None:
-        return prompts, [None] * len(prompts)
-    if len(prompts) == 1:
-        return prompts, [params.name]
-    # names of live agents are unique: NAME-1, NAME-2, ...
-    return prompts, [f"{params.name}-{i}"[-p.MAX_NAME :] for i in range(1, len(prompts) + 1)]
+    return prompts, fork_names(params.name, len(prompts))

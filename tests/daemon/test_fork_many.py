@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from protocol import INVALID_PARAMS, MAX_FORKS
+from store import MAX_NAME as MAX_AGENT_NAME
 from tests.daemon.rpc import RpcFailure, connect
 from tests.fakes.script import Reply
 
@@ -114,3 +115,19 @@ async def test_ikictl_fork_count_and_prompts(daemon, fake_provider, nursery, tmp
     assert bad.returncode != 0 and "cannot read it" in bad.stderr
     bad = await trio.to_thread.run_sync(lambda: ikictl("fork", "p", "--count", "0", "x"))
     assert bad.returncode != 0 and "--count must be 1 or more" in bad.stderr
+
+
+async def test_a_long_name_is_cut_keeping_each_childs_number(daemon, fake_provider, nursery):
+    # the longest name an agent may have, asked of 12 children: each name is
+    # cut from the front so that it fits and still ends with its number
+    await daemon.start()
+    c = await connect(nursery, str(daemon.socket))
+    await c.call("agent.create", name="p")
+    long = "n" * MAX_AGENT_NAME
+    res = await c.call("agent.fork", agent="p", count=12, name=long)
+    names = [ch["agent"]["name"] for ch in res["children"]]
+    assert [n.rsplit("-", 1)[1] for n in names] == [str(i) for i in range(1, 13)]
+    assert all(len(n) == MAX_AGENT_NAME for n in names)
+    # one child keeps the name as given
+    res = await c.call("agent.fork", agent="p", count=1, name="solo")
+    assert res["children"][0]["agent"]["name"] == "solo"

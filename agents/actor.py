@@ -308,6 +308,16 @@ class Actor:
             return True
         return any(getattr(cmd, "turn", None) == turn for cmd in self._queue)
 
+    def turn_pending(self, turn: str) -> bool:
+        """The turn runs or waits in the queue."""
+        return self.current_turn == turn or any(
+            getattr(cmd, "turn", None) == turn for cmd in self._queue
+        )
+
+    def turn_outcome(self, turn: str) -> TurnResult | None:
+        """How the turn ended, while its outcome is kept."""
+        return self._results.get(turn)
+
     async def wait_turn(self, turn: str) -> TurnResult | None:
         """How ``turn`` ended; None if the agent ended first. Independent of
         any subscriber, so a burst that makes subscribers lag cannot fail it."""

@@ -37,6 +37,7 @@ from .events import AgentEnded, Notice
 from .permissions import Permissions, dump_chain
 from .permissions._gate import Approvals
 from .pool import ProviderPool
+from .schedules import Scheduler
 from .store import AsyncStore
 from .tools import ToolRegistry
 
@@ -76,6 +77,7 @@ class Supervisor:
         # caller uuid -> {agent it waits on: how many waits}; their mail is left for the wait
         self.waiting: dict[str, dict[str, int]] = {}
         self.ops = SupervisorOps(self)
+        self.scheduler = Scheduler(self)  # started by run, once the agents are restored
         self.approvals = Approvals()  # who waits on which approval; session answers
         self.dead_count = 0  # kept in memory so status never waits on the database
         self._parents: dict[str, str | None] = {}  # every agent's parent: its tree, no query
@@ -134,6 +136,7 @@ class Supervisor:
                 queued=sum(len(v) for v in queued.values()),
             )
             del records, queued, unread  # not held for as long as the daemon runs
+            await nursery.start(self.scheduler.run)
             task_status.started(self)
             await trio.sleep_forever()
 

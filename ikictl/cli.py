@@ -7,7 +7,7 @@ sub-parser is built when the command is named on the command line.
 
 Exit codes: 0 ok, 1 the turn ended in error (or did not complete) or a
 compaction failed, 2 usage error or refused, 3 the daemon is unreachable,
-4 no such agent (or an ambiguous one), 130 interrupted.
+4 no such agent (or an ambiguous one) or schedule, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ikictl._errors import (
 )
 from ikictl._parsers import PRIORITIES, _agent, _continue, _mcp, _policy, _priority, _quiet
 from ikictl.budget import _add_budget, budget_args  # noqa: F401 - found as _add_<command>
+from ikictl.schedule import _add_schedule, _check_schedule  # noqa: F401 - found by name
 from protocol.version import __version__
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 EPILOG = """\
 AGENT is a uuid, a unique prefix of one, or a name. PROMPT `-` reads stdin.
 Exit codes: 0 ok, 1 the turn (or the compaction) failed, 2 usage error or
-refused, 3 daemon unreachable, 4 agent not found or ambiguous, 130 interrupted.
+refused, 3 daemon unreachable, 4 agent (or schedule) not found or ambiguous,
+130 interrupted.
 With no daemon answering, ikictl starts one (same IKIGAI_HOME) unless
 --no-autostart, IKIGAI_AUTOSTART=0 or config "autostart": false."""
 
@@ -78,6 +80,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "summarize the oldest part of an agent's context so it can go on (history keeps all)",
         "compact:cmd_compact",
     ),
+    "schedule": (
+        "prompt an agent on its own: cron, every N minutes, once at or in (add, ls, show...)",
+        "",
+    ),
     "mail": ("send mail between agents, read an inbox", ""),
     "models": ("list the models (from the daemon, or the local catalog)", "commands:cmd_models"),
     "status": ("is the daemon running? version, uptime, agents", "commands:cmd_status"),
@@ -95,7 +101,7 @@ HIDDEN = {
     "_mcp": "mcp:cmd_servers_for_completion",
 }
 # the commands made of sub-actions: built with the global options' parent, parsed whole
-SUBACTIONS = ("mail", "daemon", "mcp")
+SUBACTIONS = ("mail", "daemon", "mcp", "schedule")
 
 
 def _globals(parser: argparse.ArgumentParser, default: object) -> None:
@@ -543,7 +549,7 @@ def _fail(e: Exception, args: argparse.Namespace) -> int:
                 f"  {c.get('uuid')}  {c.get('name') or '-'}  {c.get('status') or ''}".rstrip()
             )
         return _say(args, EXIT_NOT_FOUND, "\n".join(lines), code, data)
-    if code == p.AGENT_NOT_FOUND:
+    if code in (p.AGENT_NOT_FOUND, p.SCHEDULE_NOT_FOUND):
         return _say(args, EXIT_NOT_FOUND, message, code, data)
     if code in (p.REFUSED, p.INVALID_PARAMS):
         return _say(args, EXIT_USAGE, message, code, data)

@@ -97,6 +97,9 @@ _ikictl() {{
       [[ $cmd == export ]] && COMPREPLY=($(compgen -W "json markdown" -- "$cur"))
       return ;;
     --model|-m|--name|-n|--system|-s|--at|--from|--limit|--before|--lines|--wait) return ;;
+    --cron|--every|--in|--tz|--keep|--budget) return ;;  # schedule add's values: typed
+    --missed) COMPREPLY=($(compgen -W "skip once all" -- "$cur")); return ;;
+    --overlap) COMPREPLY=($(compgen -W "skip queue" -- "$cur")); return ;;
     --mcp)  # NAMES is a comma-separated list: complete its last name
       [[ $cur == *,* ]] && pre="${{cur%,*}},"
       COMPREPLY=($(compgen -P "$pre" -W "$(ikictl _mcp 2>/dev/null)" -- "${{cur##*,}}"))

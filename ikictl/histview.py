@@ -11,6 +11,7 @@ import sys
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.commands import bounded, client
+from ikictl.schedule import scheduled
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ def tools_view(
         if at is not None and at != turn:
             flags = [str(row.get("turn_status") or "?")]
             flags += [f for f in ("inherited", "compacted") if row.get(f)]
+            mark = scheduled(row.get("data"))  # a scheduled run's turn
+            flags += [mark] if mark else []
             out.write(style(render.CYAN, f"── turn {render.safe_line(at)} · {', '.join(flags)} ──"))
             out.write("\n")
         turn = at

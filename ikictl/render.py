@@ -465,6 +465,9 @@ def history(
             content = ""
         else:
             head = safe_line(kind)
+            if data.get("schedule") is not None:  # a scheduled run's prompt says so
+                run = f", run {data['schedule_run']}" if data.get("schedule_run") else ""
+                head += safe_line(f" [schedule {data['schedule']}{run}]")
         text = safe(content) if full else one_line(content, 100)
         out.write(f"#{str(m['id']).ljust(width)}  {when}  {style(BOLD, head)}")
         out.write(f"  {text}\n" if text else "\n")

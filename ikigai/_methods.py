@@ -365,3 +365,59 @@ class Methods:
 
     def mcp_restart(self, server: str) -> R.McpServerState:
         return self.call(p.MCP_RESTART, {"server": server})
+
+    # ------------------------------------------------------------ schedules
+
+    def schedule_add(
+        self,
+        agent: str,
+        prompt: str,
+        *,
+        cron: str | None = None,
+        tz: str | None = None,
+        every: str | None = None,
+        at: str | None = None,
+        in_: str | None = None,
+        fork: bool = False,
+        keep: int | None = None,
+        name: str | None = None,
+        missed: str | None = None,
+        overlap: str | None = None,
+        budget_usd: float | None = None,
+        allow_fast: bool = False,
+    ) -> R.Schedule:
+        """Prompt ``agent`` (``fork``: a fresh fork of it each run, the ``keep``
+        newest kept, each with its own ``budget_usd`` in USD) at the times of one
+        rule: ``cron`` (5 fields, in ``tz``), ``every`` ("10m", "1h30m"),
+        ``at`` (ISO 8601; without an offset in ``tz``) or ``in_`` (once, that
+        long from now). The texts are the daemon's to parse: a bad one is
+        RpcError -32602 naming it. ``missed``: skip, once or all; ``overlap``:
+        skip or queue."""
+        params: dict[str, Any] = {"agent": agent, "prompt": prompt, "cron": cron, "tz": tz}
+        params.update({"every": every, "at": at, "in": in_, "fork": fork, "keep": keep})
+        params.update({"name": name, "missed": missed, "overlap": overlap})
+        params.update({"budget_usd": budget_usd, "allow_fast": allow_fast})
+        return self.call(p.SCHEDULE_ADD, params)
+
+    def schedule_list(self, *, include_removed: bool = False) -> list[R.Schedule]:
+        """The schedules by id (``include_removed``: the removed ones too)."""
+        return self.call(p.SCHEDULE_LIST, {"all": include_removed})
+
+    def schedule_show(self, schedule: int | str, *, limit: int | None = None) -> R.ScheduleShown:
+        """One schedule (its id or name) with its runs, newest first."""
+        params: dict[str, Any] = {"schedule": schedule, "limit": limit}
+        return self.call(p.SCHEDULE_SHOW, params)
+
+    def schedule_remove(self, schedule: int | str) -> R.ScheduleRemoved:
+        return self.call(p.SCHEDULE_REMOVE, {"schedule": schedule})
+
+    def schedule_pause(self, schedule: int | str) -> R.Schedule:
+        return self.call(p.SCHEDULE_PAUSE, {"schedule": schedule})
+
+    def schedule_resume(self, schedule: int | str) -> R.Schedule:
+        return self.call(p.SCHEDULE_RESUME, {"schedule": schedule})
+
+    def schedule_run(self, schedule: int | str) -> R.ScheduleRun:
+        """Fire the schedule once now, paused or not: the run (fired, or
+        skipped with its ``reason``)."""
+        return self.call(p.SCHEDULE_RUN, {"schedule": schedule})

@@ -74,6 +74,14 @@ AGENT_IMPORT = "agent.import"
 DAEMON_SUBSCRIBE = "daemon.subscribe"
 DAEMON_UNSUBSCRIBE = "daemon.unsubscribe"
 FLEET_SNAPSHOT = "fleet.snapshot"  # every live agent and the provider queues (ikictl top)
+# schedules: prompts that fire on their own (docs/protocol.md, "Schedules")
+SCHEDULE_ADD = "schedule.add"
+SCHEDULE_LIST = "schedule.list"
+SCHEDULE_SHOW = "schedule.show"
+SCHEDULE_REMOVE = "schedule.remove"
+SCHEDULE_PAUSE = "schedule.pause"
+SCHEDULE_RESUME = "schedule.resume"
+SCHEDULE_RUN = "schedule.run"
 
 # server -> client notification carrying one agent event
 EVENT = "agent.event"
@@ -96,6 +104,7 @@ REFUSED = -32003  # the agent is busy, dead, the model text is bad...
 LINE_TOO_LONG = -32004
 TURN_FAILED = -32005  # prompt with wait: the turn ended in error (data has the error)
 MCP_FAILED = -32006  # an MCP server could not start or answer (data.server names it)
+SCHEDULE_NOT_FOUND = -32007  # no schedule has that id or name
 
 
 class RpcError(Exception):

@@ -236,6 +236,43 @@ class Import(_P, frozen=True):
     name: Ref | None = None
 
 
+# a time rule's texts (cron, a zone, a duration, a date-time): short
+RuleText = Annotated[str, Meta(max_length=200)]
+
+
+class ScheduleAdd(_P, frozen=True):
+    """A schedule (agents/schedules): the texts are parsed by the daemon,
+    which names the field of a bad one."""
+
+    agent: Ref
+    prompt: Annotated[str, Meta(min_length=1)]
+    cron: RuleText | None = None
+    tz: RuleText | None = None
+    every: RuleText | None = None
+    at: RuleText | None = None
+    in_: RuleText | None = msgspec.field(default=None, name="in")
+    fork: bool = False
+    keep: Annotated[int, Meta(ge=1, le=10_000)] | None = None
+    name: Ref | None = None
+    missed: Literal["skip", "once", "all"] = "once"
+    overlap: Literal["skip", "queue"] = "skip"
+    budget_usd: Dollars | None = None  # each fork's cost budget (only with fork)
+    allow_fast: bool = False
+
+
+class ScheduleRef(_P, frozen=True):
+    schedule: Ref  # an id (digits) or a name
+
+
+class ScheduleShow(_P, frozen=True):
+    schedule: Ref
+    limit: Annotated[int, Meta(ge=1, le=10_000)] = 50
+
+
+class ScheduleList(_P, frozen=True):
+    all: bool = False  # removed ones too
+
+
 PARAMS: dict[str, type[_P]] = {
     p.DAEMON_STATUS: NoParams,
     p.DAEMON_SHUTDOWN: NoParams,
@@ -279,6 +316,13 @@ PARAMS: dict[str, type[_P]] = {
     p.AGENT_PRUNE: Prune,
     p.AGENT_EXPORT: Export,
     p.AGENT_IMPORT: Import,
+    p.SCHEDULE_ADD: ScheduleAdd,
+    p.SCHEDULE_LIST: ScheduleList,
+    p.SCHEDULE_SHOW: ScheduleShow,
+    p.SCHEDULE_REMOVE: ScheduleRef,
+    p.SCHEDULE_PAUSE: ScheduleRef,
+    p.SCHEDULE_RESUME: ScheduleRef,
+    p.SCHEDULE_RUN: ScheduleRef,
 }
 
 HistoryOp = Literal["clear", "mark", "rewind"]

@@ -22,6 +22,10 @@ from protocol.mcp_results import McpServers as McpServers
 from protocol.mcp_results import McpServerState as McpServerState
 from protocol.mcp_results import McpTool as McpTool
 from protocol.mcp_results import McpTools as McpTools
+from protocol.schedule_results import Schedule as Schedule
+from protocol.schedule_results import ScheduleRemoved as ScheduleRemoved
+from protocol.schedule_results import ScheduleRun as ScheduleRun
+from protocol.schedule_results import ScheduleShown as ScheduleShown
 
 AgentState = Literal[
     "idle",
@@ -564,4 +568,11 @@ RESULTS: dict[str, Any] = {
     "agent.approve": Approved,
     "approvals.list": list[Approval],
     "fleet.snapshot": FleetSnapshot,
+    "schedule.add": Schedule,
+    "schedule.list": list[Schedule],
+    "schedule.show": ScheduleShown,
+    "schedule.remove": ScheduleRemoved,
+    "schedule.pause": Schedule,
+    "schedule.resume": Schedule,
+    "schedule.run": ScheduleRun,
 }

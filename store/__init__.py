@@ -23,6 +23,7 @@ from ._errors import (
     InvalidEntry,
     NameTaken,
     NoSuchMark,
+    ScheduleNotFound,
     SchemaDrift,
     SchemaOutOfDate,
     StoreError,
@@ -30,6 +31,7 @@ from ._errors import (
 from ._ids import uuid7
 from ._replay import SUMMARY_PREFIX, summary_message
 from ._rows import MAX_NAME
+from ._schedules import Fired, ScheduleRecord, ScheduleRunRecord, ScheduleStats
 from ._store import Store
 from ._transfer import REFERENCES, ImportedRow, StoredRow
 from ._types import (
@@ -65,6 +67,7 @@ __all__ = [
     "BudgetState",
     "DatabaseUnreachable",
     "Entry",
+    "Fired",
     "ForkChild",
     "ImportedRow",
     "InvalidBudget",
@@ -78,6 +81,10 @@ __all__ = [
     "QueuedPrompt",
     "Removal",
     "Replayed",
+    "ScheduleNotFound",
+    "ScheduleRecord",
+    "ScheduleRunRecord",
+    "ScheduleStats",
     "SchemaDrift",
     "SchemaOutOfDate",
     "Spent",

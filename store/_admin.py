@@ -25,7 +25,16 @@ from ._agents import subtree
 from ._errors import NameTaken, StoreError
 from ._listing import ListingMixin
 from ._rows import agent_record, check_name, now
-from ._schema import agents, approvals, budgets, mail, messages, prompt_queue
+from ._schema import (
+    agents,
+    approvals,
+    budgets,
+    mail,
+    messages,
+    prompt_queue,
+    schedule_runs,
+    schedules,
+)
 from ._types import AgentRecord
 
 # kinds whose data the outline carries: what turns, compactions and prices need
@@ -169,12 +178,21 @@ class AdminMixin(ListingMixin):  # a purge tells the listing's kept values
             prompt_queue.delete().where(prompt_queue.c.agent_uuid == uuid)
         ).rowcount
         count += conn.execute(approvals.delete().where(approvals.c.agent_uuid == uuid)).rowcount
+        # its schedules fire no more (their rows stay readable while the agent's does)
+        mine = sa.select(schedules.c.id).where(schedules.c.agent_uuid == uuid)
+        conn.execute(
+            schedules.update()
+            .where(schedules.c.agent_uuid == uuid, schedules.c.removed_at.is_(None))
+            .values(removed_at=now())
+        )
         left = conn.execute(sa.select(m.id).where(m.agent_uuid == uuid).limit(1)).first()
         child = conn.execute(sa.select(a.uuid).where(a.parent_uuid == uuid).limit(1)).first()
         if left is None and child is None:
             # mail it sent stays with its recipients, as from no agent
             conn.execute(mail.update().where(mail.c.from_uuid == uuid).values(from_uuid=None))
             conn.execute(budgets.delete().where(budgets.c.agent_uuid == uuid))
+            conn.execute(schedule_runs.delete().where(schedule_runs.c.schedule_id.in_(mine)))
+            conn.execute(schedules.delete().where(schedules.c.agent_uuid == uuid))
             conn.execute(agents.delete().where(a.uuid == uuid))
             return True, count
         # (hidden already: remove_agent hides before it purges)

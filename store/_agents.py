@@ -307,77 +307,119 @@ class AgentsMixin(StoreBase):
         the open-turn mark, as Store.start_turn writes them), so a fan-out of
         N children with their first prompts is one commit. Returns each
         child's record and its first turn's user row (None without a prompt)."""
+        with self._write() as conn:
+            out, at, ranges = self._fork_in(
+                conn,
+                parent_uuid,
+                children,
+                at_message_id=at_message_id,
+                provider=provider,
+                model=model,
+                thinking_level=thinking_level,
+                system_prompt=system_prompt,
+                cwd=cwd,
+                policy=policy,
+                mcp=mcp,
+                priority=priority,
+                budget=budget,
+            )
+        self._forked(out, at, ranges)
+        return out
+
+    def _fork_in(
+        self,
+        conn: sa.Connection,
+        parent_uuid: str,
+        children: Sequence[ForkChild],
+        *,
+        at_message_id: int | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        thinking_level: str | None = None,
+        system_prompt: str | None = None,
+        cwd: str | None = None,
+        policy: str | None = None,
+        mcp: str | None = None,
+        priority: str | None = None,
+        budget: Any = None,
+    ) -> tuple[list[tuple[AgentRecord, MessageRecord | None]], int | None, Any]:
+        """fork_many's writes in the caller's transaction (a scheduled run
+        forks in the transaction that claims its due time); the caller calls
+        _forked once it has committed."""
         for child in children:
             if child.name is not None:
                 check_name(child.name)
         if thinking_level is not None:
             check_level(thinking_level)
-        prepared = [None if c.prompt is None else user_row(c.prompt, {}) for c in children]
-        out: list[tuple[AgentRecord, MessageRecord | None]] = []
-        with self._write() as conn:
-            parent = self._agent_row(conn, parent_uuid)
-            ranges = self._lineage(conn, parent_uuid)
-            if at_message_id is None:
-                at = _replay.latest_id(conn, ranges)
-            else:
-                owner = conn.execute(
-                    sa.select(messages.c.agent_uuid).where(messages.c.id == at_message_id)
-                ).scalar()
-                if owner is None or not _replay.in_range(ranges, owner, at_message_id):
-                    where = "does not exist" if owner is None else "is not in its history"
-                    raise BadForkPoint(
-                        f"cannot fork agent {parent.name} ({parent_uuid}) at message "
-                        f"{at_message_id}: that message {where}"
-                    )
-                at = at_message_id
-                _check_fork_point(conn, ranges, at, parent)
-            # every statement once for the whole batch: a fan-out of a thousand
-            # costs a few statements, not five thousand
-            uuids = [uuid7() for _ in children]
-            names = _names(conn, parent, uuids, [c.name for c in children])
-            created = now()
-            shared = {
-                "status": "running",
-                "created_at": created,
-                "ended_at": None,
-                "parent_uuid": parent_uuid,
-                "fork_message_id": at,
-                "provider": provider if provider is not None else parent.provider,
-                "model": model if model is not None else parent.model,
-                "thinking_level": thinking_level
-                if thinking_level is not None
-                else parent.thinking_level,
-                "system_prompt": system_prompt
-                if system_prompt is not None
-                else parent.system_prompt,
-                "cwd": cwd if cwd is not None else parent.cwd,
-                "policy": policy if policy is not None else parent.policy,
-                "mcp": mcp if mcp is not None else parent.mcp,
-                "priority": priority if priority is not None else parent.priority,
-            }
-            rows = [{"uuid": u, "name": n, **shared} for u, n in zip(uuids, names, strict=True)]
-            try:
-                conn.execute(agents.insert(), rows)
-            except exc.IntegrityError as e:  # a concurrent create took a name
-                raise NameTaken(f"a name of {names[:3]}... is taken by a live agent") from e
-            data = {"parent_uuid": parent_uuid, "at_message_id": at}
-            text = f"forked from {parent.name} ({parent_uuid}) at message {at}"
-            own = [Prepared("fork", text, data)]
-            if system_prompt is not None and system_prompt != parent.system_prompt:
-                own.append(Prepared("system", system_prompt))
-            conn.execute(messages.insert(), [row_params(u, r, created) for u in uuids for r in own])
-            if budget is not None:  # a store.Budget: no more than the parent has left
-                for uuid in uuids:
-                    self._put_budget(conn, uuid, budget)
-            firsts = _first_turns(self, conn, uuids, prepared, created)
-            out = [(AgentRecord(**row), firsts.get(row["uuid"])) for row in rows]
-        # each child's lineage: itself, then the parent's ranges capped at the fork point
+        prepared = [
+            None if c.prompt is None else user_row(c.prompt, dict(c.meta or {})) for c in children
+        ]
+        parent = self._agent_row(conn, parent_uuid)
+        ranges = self._lineage(conn, parent_uuid)
+        if at_message_id is None:
+            at = _replay.latest_id(conn, ranges)
+        else:
+            owner = conn.execute(
+                sa.select(messages.c.agent_uuid).where(messages.c.id == at_message_id)
+            ).scalar()
+            if owner is None or not _replay.in_range(ranges, owner, at_message_id):
+                where = "does not exist" if owner is None else "is not in its history"
+                raise BadForkPoint(
+                    f"cannot fork agent {parent.name} ({parent_uuid}) at message "
+                    f"{at_message_id}: that message {where}"
+                )
+            at = at_message_id
+            _check_fork_point(conn, ranges, at, parent)
+        # every statement once for the whole batch: a fan-out of a thousand
+        # costs a few statements, not five thousand
+        uuids = [uuid7() for _ in children]
+        names = _names(conn, parent, uuids, [c.name for c in children])
+        created = now()
+        shared = {
+            "status": "running",
+            "created_at": created,
+            "ended_at": None,
+            "parent_uuid": parent_uuid,
+            "fork_message_id": at,
+            "provider": provider if provider is not None else parent.provider,
+            "model": model if model is not None else parent.model,
+            "thinking_level": thinking_level
+            if thinking_level is not None
+            else parent.thinking_level,
+            "system_prompt": system_prompt if system_prompt is not None else parent.system_prompt,
+            "cwd": cwd if cwd is not None else parent.cwd,
+            "policy": policy if policy is not None else parent.policy,
+            "mcp": mcp if mcp is not None else parent.mcp,
+            "priority": priority if priority is not None else parent.priority,
+        }
+        rows = [{"uuid": u, "name": n, **shared} for u, n in zip(uuids, names, strict=True)]
+        try:
+            conn.execute(agents.insert(), rows)
+        except exc.IntegrityError as e:  # a concurrent create took a name
+            raise NameTaken(f"a name of {names[:3]}... is taken by a live agent") from e
+        data = {"parent_uuid": parent_uuid, "at_message_id": at}
+        text = f"forked from {parent.name} ({parent_uuid}) at message {at}"
+        own = [Prepared("fork", text, data)]
+        if system_prompt is not None and system_prompt != parent.system_prompt:
+            own.append(Prepared("system", system_prompt))
+        conn.execute(messages.insert(), [row_params(u, r, created) for u in uuids for r in own])
+        if budget is not None:  # a store.Budget: no more than the parent has left
+            for uuid in uuids:
+                self._put_budget(conn, uuid, budget)
+        firsts = _first_turns(self, conn, uuids, prepared, created)
+        out = [(AgentRecord(**row), firsts.get(row["uuid"])) for row in rows]
+        return out, at, ranges
+
+    def _forked(
+        self, out: list[tuple[AgentRecord, MessageRecord | None]], at: int | None, ranges: Any
+    ) -> None:
+        """After a fork committed: each child's lineage is itself, then the
+        parent's ranges capped at the fork point."""
         inherited = (
             [] if at is None else [(u, at if hi is None else min(hi, at)) for u, hi in ranges]
         )
         for record, _ in out:
             self._ranges[record.uuid] = ((record.uuid, None), *inherited)
-        return out
 
     def _insert_agent(
         self, conn: sa.Connection, *, uuid: str | None = None, **values: Any

@@ -42,3 +42,7 @@ class NoSuchMark(StoreError, LookupError):
 
 class InvalidEntry(StoreError, ValueError):
     """A row to append is malformed: unknown kind, missing message, wrong role, bad reference."""
+
+
+class ScheduleNotFound(StoreError, LookupError):
+    """No schedule has this id or name."""

@@ -171,7 +171,53 @@ prompt_queue = sa.Table(
     sa.Column("mail_ids", JSONDoc, nullable=True),
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("dropped_at", UTCDateTime(), nullable=True),
+    # what the turn's user row carries beside its turn id (a scheduled run:
+    # {"schedule": id, "schedule_run": id})
+    sa.Column("meta", JSONDoc, nullable=True),
     sa.Index("ix_prompt_queue_agent_uuid_id", "agent_uuid", "id"),
+    sqlite_autoincrement=True,
+)
+
+# Schedules (store/_schedules.py): a prompt for an agent (or a fresh fork of
+# it) at times a rule gives. ``next_due`` is the first due time not yet
+# fired or skipped (NULL: a one-shot that is done); ``rule`` holds kind,
+# cron, tz, every (seconds), at and anchor (agents/schedules/rules.py).
+schedules = sa.Table(
+    "schedules",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(200), nullable=True),
+    sa.Column("agent_uuid", sa.String(AGENT_ID_LEN), sa.ForeignKey("agents.uuid"), nullable=False),
+    sa.Column("prompt", sa.Text(), nullable=False),
+    sa.Column("rule", JSONDoc, nullable=False),
+    sa.Column("fork", sa.Boolean(), nullable=False),
+    sa.Column("keep", sa.Integer(), nullable=True),
+    sa.Column("budget_usd", sa.Float(), nullable=True),
+    sa.Column("missed", sa.String(8), nullable=False),
+    sa.Column("overlap", sa.String(8), nullable=False),
+    sa.Column("paused", sa.Boolean(), nullable=False),
+    sa.Column("next_due", UTCDateTime(), nullable=True),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("removed_at", UTCDateTime(), nullable=True),
+    sqlite_autoincrement=True,
+)
+
+# One row per due time of a schedule, fired or skipped. The unique key is
+# the claim: the transaction that fires a due time inserts it with the run's
+# queued prompt (or fork), so a due time fires once even when several
+# daemons share the database.
+schedule_runs = sa.Table(
+    "schedule_runs",
+    metadata,
+    sa.Column("id", RowId, primary_key=True, autoincrement=True),
+    sa.Column("schedule_id", RowId, sa.ForeignKey("schedules.id"), nullable=False),
+    sa.Column("due_at", UTCDateTime(), nullable=False),
+    sa.Column("fired_at", UTCDateTime(), nullable=False),
+    sa.Column("status", sa.String(8), nullable=False),  # fired | skipped
+    sa.Column("reason", sa.Text(), nullable=True),
+    sa.Column("agent_uuid", sa.String(AGENT_ID_LEN), nullable=True),
+    sa.Column("turn", sa.String(64), nullable=True),
+    sa.UniqueConstraint("schedule_id", "due_at"),
     sqlite_autoincrement=True,
 )
 

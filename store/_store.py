@@ -25,6 +25,7 @@ from ._budgets import BudgetsMixin
 from ._listing import ListingMixin
 from ._mail import MailMixin
 from ._messages import MessagesMixin
+from ._schedules import SchedulesMixin
 from ._transfer import TransferMixin
 from ._turns import TurnsMixin
 from ._usage import UsageMixin
@@ -41,6 +42,7 @@ class Store(
     ApprovalsMixin,
     AdminMixin,
     ListingMixin,  # after AdminMixin: a purge tells it
+    SchedulesMixin,
 ):
     """SQL history of every agent: SQLite file (default) or PostgreSQL.
 

@@ -30,21 +30,26 @@ _q = prompt_queue.c
 _ENQUEUE = (
     prompt_queue.insert()
     .from_select(
-        ["agent_uuid", "turn", "text", "mail_ids", "created_at"],
+        ["agent_uuid", "turn", "text", "mail_ids", "meta", "created_at"],
         sa.select(
             agents.c.uuid,
             sa.bindparam("b_turn", type_=_q.turn.type),
             sa.bindparam("b_text", type_=_q.text.type),
             sa.bindparam("b_mail_ids", type_=_q.mail_ids.type),
+            sa.bindparam("b_meta", type_=_q.meta.type),
             sa.bindparam("b_at", type_=_q.created_at.type),
         ).where(agents.c.uuid == sa.bindparam("b_agent"), agents.c.status != "dead"),
     )
     .returning(_q.id)
 )
-_UNQUEUE = prompt_queue.delete().where(
-    _q.id == sa.bindparam("b_id"),
-    _q.agent_uuid == sa.bindparam("b_agent"),
-    _q.dropped_at.is_(None),
+_UNQUEUE = (
+    prompt_queue.delete()
+    .where(
+        _q.id == sa.bindparam("b_id"),
+        _q.agent_uuid == sa.bindparam("b_agent"),
+        _q.dropped_at.is_(None),
+    )
+    .returning(_q.meta)
 )
 _TURN_START = (
     agents.update()
@@ -65,34 +70,45 @@ class TurnsMixin(StoreBase):
         """Queue a prompt, committed when this returns. With ``mail_ids`` the
         prompt delivers that mail: it is marked read in the same transaction,
         so mail is never read without being queued, nor queued twice."""
-        ids = list(mail_ids)
         with self._write() as conn:
-            at = now()
-            values = {
-                "b_agent": agent_uuid,
-                "b_turn": turn,
-                "b_text": text,
-                "b_mail_ids": ids or None,
-                "b_at": at,
-            }
-            new_id = conn.execute(_ENQUEUE, values).scalar()
-            if new_id is None:  # no live agent row: say which
-                row = self._agent_row(conn, agent_uuid)
-                if row.status == "dead":
-                    raise InvalidEntry(
-                        f"agent {row.name} ({agent_uuid}) is dead: it takes no prompts"
-                    )
-                raise StoreError(f"agent {agent_uuid}: the prompt was not queued")
-            if ids:
-                changed = conn.execute(
-                    mail.update()
-                    .where(
-                        mail.c.to_uuid == agent_uuid, mail.c.id.in_(ids), mail.c.read_at.is_(None)
-                    )
-                    .values(read_at=at)
-                ).rowcount
-                if changed != len(ids):
-                    raise InvalidEntry(f"mail {ids} to agent {agent_uuid} is not all unread")
+            return self._enqueue_in(conn, agent_uuid, turn, text, mail_ids=mail_ids)
+
+    def _enqueue_in(
+        self,
+        conn: sa.Connection,
+        agent_uuid: str,
+        turn: str,
+        text: str,
+        *,
+        mail_ids: Sequence[int] = (),
+        meta: dict[str, object] | None = None,
+    ) -> QueuedPrompt:
+        """enqueue_prompt's writes in the caller's transaction; ``meta``: what
+        the turn's user row will carry beside its turn id."""
+        ids = list(mail_ids)
+        at = now()
+        values = {
+            "b_agent": agent_uuid,
+            "b_turn": turn,
+            "b_text": text,
+            "b_mail_ids": ids or None,
+            "b_meta": meta,
+            "b_at": at,
+        }
+        new_id = conn.execute(_ENQUEUE, values).scalar()
+        if new_id is None:  # no live agent row: say which
+            row = self._agent_row(conn, agent_uuid)
+            if row.status == "dead":
+                raise InvalidEntry(f"agent {row.name} ({agent_uuid}) is dead: it takes no prompts")
+            raise StoreError(f"agent {agent_uuid}: the prompt was not queued")
+        if ids:
+            changed = conn.execute(
+                mail.update()
+                .where(mail.c.to_uuid == agent_uuid, mail.c.id.in_(ids), mail.c.read_at.is_(None))
+                .values(read_at=at)
+            ).rowcount
+            if changed != len(ids):
+                raise InvalidEntry(f"mail {ids} to agent {agent_uuid} is not all unread")
         return QueuedPrompt(
             id=new_id, agent_uuid=agent_uuid, turn=turn, text=text, mail_ids=ids, created_at=at
         )
@@ -115,15 +131,17 @@ class TurnsMixin(StoreBase):
             # no SELECT of the agent: the DELETE's rowcount and the INSERT's
             # foreign key tell the same; the agent is looked up only to word
             # a refusal (an unknown agent is named before anything else)
+            meta: dict[str, object] = {}
             if queue_id is not None:
-                gone = conn.execute(_UNQUEUE, {"b_id": queue_id, "b_agent": agent_uuid}).rowcount
-                if gone != 1:
+                gone = conn.execute(_UNQUEUE, {"b_id": queue_id, "b_agent": agent_uuid}).all()
+                if len(gone) != 1:
                     self._agent_row(conn, agent_uuid)
                     raise InvalidEntry(
                         f"queued prompt {queue_id} of agent {agent_uuid} is not pending"
                     )
+                meta = dict(gone[0][0] or {})  # a scheduled run's ids
             try:
-                row = user_row(message, {"turn": turn})
+                row = user_row(message, {**meta, "turn": turn})
             except InvalidEntry:
                 self._agent_row(conn, agent_uuid)
                 raise

@@ -101,6 +101,8 @@ class ForkChild(msgspec.Struct, frozen=True, kw_only=True):
 
     name: str | None = None
     prompt: Message | None = None
+    # what the first turn's user row carries beside its turn id
+    meta: dict[str, Any] | None = None
 
 
 class QueuedPrompt(msgspec.Struct, frozen=True, kw_only=True):

@@ -180,6 +180,7 @@ def _family(method: str) -> str:
         "models": "daemon",
         "providers": "daemon",
         "fleet": "fleet",
+        "schedule": "schedules",
     }[prefix]
 
 

@@ -17,13 +17,16 @@ _ikictl() {
       [[ $cmd == export ]] && COMPREPLY=($(compgen -W "json markdown" -- "$cur"))
       return ;;
     --model|-m|--name|-n|--system|-s|--at|--from|--limit|--before|--lines|--wait) return ;;
+    --cron|--every|--in|--tz|--keep|--budget) return ;;  # schedule add's values: typed
+    --missed) COMPREPLY=($(compgen -W "skip once all" -- "$cur")); return ;;
+    --overlap) COMPREPLY=($(compgen -W "skip queue" -- "$cur")); return ;;
     --mcp)  # NAMES is a comma-separated list: complete its last name
       [[ $cur == *,* ]] && pre="${cur%,*},"
       COMPREPLY=($(compgen -P "$pre" -W "$(ikictl _mcp 2>/dev/null)" -- "${cur##*,}"))
       return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "new send watch fork model system priority budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact mail models status daemon keys chat approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "new send watch fork model system priority budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact schedule mail models status daemon keys chat approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
     return
   fi
   case "$cmd" in
@@ -51,6 +54,19 @@ _ikictl() {
     mark) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
     rewind) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
     compact) opts="-h --help --json --no-autostart --socket --keep"; agents=1; files=0; choices="" ;;
+    schedule)
+      if [[ -z $sub ]]; then
+        COMPREPLY=($(compgen -W "add ls show rm pause resume run -h --help --json --no-autostart --socket" -- "$cur")); return
+      fi
+      case $sub in
+        add) opts="-h --help --json --no-autostart --socket --cron --every --at --in --tz --fork --keep --budget --name -n --missed --overlap --allow-fast"; agents=1; servers=0 ;;
+        ls) opts="-h --help --json --no-autostart --socket --all -a"; agents=0; servers=0 ;;
+        show) opts="-h --help --json --no-autostart --socket --limit"; agents=0; servers=0 ;;
+        rm) opts="-h --help --json --no-autostart --socket"; agents=0; servers=0 ;;
+        pause) opts="-h --help --json --no-autostart --socket"; agents=0; servers=0 ;;
+        resume) opts="-h --help --json --no-autostart --socket"; agents=0; servers=0 ;;
+        run) opts="-h --help --json --no-autostart --socket"; agents=0; servers=0 ;;
+      esac ;;
     mail)
       if [[ -z $sub ]]; then
         COMPREPLY=($(compgen -W "send inbox -h --help --json --no-autostart --socket" -- "$cur")); return

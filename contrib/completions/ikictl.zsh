@@ -40,6 +40,7 @@ _ikictl() {
     'mark:set a checkpoint in an agent'\''s context'
     'rewind:return an agent'\''s context to a mark'
     'compact:summarize the oldest part of an agent'\''s context so it can go on (history keeps all)'
+    'schedule:prompt an agent on its own - cron, every N minutes, once at or in (add, ls, show...)'
     'mail:send mail between agents, read an inbox'
     'models:list the models (from the daemon, or the local catalog)'
     'status:is the daemon running? version, uptime, agents'
@@ -95,6 +96,54 @@ _ikictl() {
     mark) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' ':AGENT:_ikictl_agents' '::LABEL: ' ;;
     rewind) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' ':AGENT:_ikictl_agents' '::LABEL: ' ;;
     compact) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' '--keep[keep the newest N turns as they are (0 - summarize them all; default - as many as fit in 40%% of the window)]:N:' ':AGENT:_ikictl_agents' ;;
+    schedule)
+      if (( CURRENT == 2 )); then
+        local -a actions; actions=('add:Add a schedule - PROMPT (`-` reads stdin) is sent to AGENT at the times of
+exactly one rule -
+
+  --cron EXPR       a 5-field cron expression (minute hour day-of-month month
+                    day-of-week) in --tz ZONE - --cron "0 9 * * 1-5" --tz
+                    Europe/Paris is 9 -00 Paris time, Monday to Friday
+  --every DURATION  an interval - whole numbers with a unit s, m, h or d -
+                    --every 10m, --every 1h30m, --every 2d (under one minute
+                    only with --allow-fast)
+  --at TIME         once, at an ISO 8601 date and time - --at 2026-12-01T09 -00
+                    or "2026-12-01 09 -00" (seconds optional); with an offset
+                    (+01 -00) or Z that instant, otherwise the time in --tz
+  --in DURATION     once, that long from now - --in 2h, --in 90s, --in 1d12h
+
+--tz ZONE is an IANA zone name (Europe/Paris, America/New_York, UTC), for
+--cron and --at; default - the daemon'\''s local zone.
+
+--missed, for the due times that passed while the daemon was down -
+  skip   none of them runs
+  once   one run for all of them (the default)
+  all    each of them runs (up to the daemon'\''s cap)
+--overlap, for a run due while the previous run'\''s turn still runs or waits
+(for an approval, say) -
+  skip   that run is skipped, with the reason (the default)
+  queue  it is queued behind the previous one
+
+--fork - each run prompts a fresh fork of AGENT, named after the schedule and
+the run (NAME-N; sched3-N for schedule 3 without a name), so runs do not pile
+up in one context and AGENT'\''s own is left as it is. With --fork, --keep N
+kills all but the N most recent finished forks, and --budget USD is each
+fork'\''s own spending limit.
+
+The daemon checks every value - a bad one is refused naming it (exit 2), and
+nothing is stored.' 'ls:List the schedules - ID, NAME, AGENT, RULE, NEXT RUN (local time, and how far), LAST RUN (when, and its turn'\''s status - completed, running, waiting_for_approval... or skipped), FIRED/SKIPPED (runs so far) and STATUS (active, paused, done - a one-shot that fired, removed).' 'show:Show a schedule'\''s fields, then its runs, newest first - the due time, fired or skipped (and why), the agent and turn it started, and that turn'\''s status.' 'rm:Remove a schedule - it never fires again (`schedule ls --all` still lists it).' 'pause:Pause a schedule - no run fires until `schedule resume` (`schedule run` still fires it once).' 'resume:Resume a paused schedule - prints its next run.' 'run:Fire a schedule once now, paused or not - prints the agent and the turn it started, or why the run was skipped.'); _describe action actions
+      else
+        local action=${words[2]}; shift words; (( CURRENT-- ))
+        case $action in
+          add) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' '--cron[a 5-field cron expression, e.g. "0 9 * * 1-5"]:EXPR:' '--every[an interval, e.g. 10m, 1h30m, 2d]:DURATION:' '--at[once, at an ISO 8601 time, e.g. 2026-12-01T09 -00]:TIME:' '--in[once, that long from now, e.g. 2h]:DURATION:' '--tz[the zone of --cron and --at, e.g. Europe/Paris]:ZONE:' '--fork[each run prompts a fresh fork of AGENT]' '--keep[with --fork - keep the N newest finished forks]:N:' '--budget[with --fork - each fork'\''s own US dollar budget]:USD:' '--name[a name to call the schedule by (besides its ID)]:name:' '-n[a name to call the schedule by (besides its ID)]:name:' '--missed[due times missed while the daemon was down (default once)]:missed:(skip once all)' '--overlap[a run due while the previous one still goes (default skip)]:overlap:(skip queue)' '--allow-fast[allow --every under one minute]' ':AGENT:_ikictl_agents' ':PROMPT: ' ;;
+          ls) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' '--all[include removed schedules]' '-a[include removed schedules]' ;;
+          show) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' '--limit[the N newest runs (default - the daemon'\''s, 50)]:N:' ':ID: ' ;;
+          rm) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' ':ID: ' ;;
+          pause) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' ':ID: ' ;;
+          resume) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' ':ID: ' ;;
+          run) _arguments '--json[print JSON (events as NDJSON while streaming)]' '--no-autostart[fail (exit 3) instead of starting a daemon]' '--socket[the control socket (default - IKIGAI_SOCKET, IKIGAI_HOME/run/ikigai.sock, ...)]:PATH:_files' ':ID: ' ;;
+        esac
+      fi ;;
     mail)
       if (( CURRENT == 2 )); then
         local -a actions; actions=('send:Send TEXT from agent FROM to agent TO; TO takes it as its next prompt.' 'inbox:List the mail an agent received.'); _describe action actions

@@ -23,6 +23,7 @@ from daemon.methods.history import HistoryApi
 from daemon.methods.mail import MailApi
 from daemon.methods.mcp import McpApi, agent_servers
 from daemon.methods.refusals import refusals
+from daemon.methods.schedules import SchedulesApi
 from daemon.methods.shapes import DaemonInfo, plain, stamp, tokens
 from daemon.methods.transfer import TransferApi
 from protocol import results as R
@@ -74,6 +75,7 @@ class Api:
             **AdminApi(self).handlers(),
             **TransferApi(self).handlers(),
             **FleetApi(self).handlers(),
+            **SchedulesApi(self).handlers(),
         }
 
     # ------------------------------------------------------------ helpers

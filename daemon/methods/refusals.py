@@ -9,13 +9,16 @@ from contextlib import contextmanager
 
 import protocol as p
 from agents import AgentError
-from store import AgentNotFound, InvalidBudget, StoreError
+from agents.schedules import RuleError
+from store import AgentNotFound, InvalidBudget, ScheduleNotFound, StoreError
 
 __all__ = ["refusals"]
 
 # the first match wins: subclasses before their bases
 _REFUSALS: tuple[tuple[type[Exception], int], ...] = (
     (AgentNotFound, p.AGENT_NOT_FOUND),
+    (ScheduleNotFound, p.SCHEDULE_NOT_FOUND),
+    (RuleError, p.INVALID_PARAMS),  # a schedule's time rule: its message names the field
     (InvalidBudget, p.INVALID_PARAMS),  # a budget's value names its field
     (AgentError, p.REFUSED),
     (StoreError, p.REFUSED),

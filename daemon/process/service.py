@@ -338,6 +338,7 @@ class Daemon:
                 # Cancelled with the nursery once the supervisor has stopped; it
                 # shuts its servers down cleanly
                 await nursery.start(self.hub.run)
+                self.sup.scheduler.publish = self.events.publish
                 await nursery.start(self.sup.run)
                 info = self.info = DaemonInfo(
                     socket=str(self.paths.socket),

@@ -37,10 +37,10 @@ CANARY = "canary-kq"
 THROWAWAY = ["tw-a", "tw-b", "tw-c"]
 # what would change the canary's stream or state if aimed at it: only throwaway
 # agents (or nobody) may be their target
-MUTATING = {"agent.kill", "agent.cancel", "agent.clear", "agent.rewind", "agent.mark", "agent.set_model", "agent.set_system", "agent.prompt", "mail.send", "agent.compact", "agent.rename", "agent.remove"}
+MUTATING = {"agent.kill", "agent.cancel", "agent.clear", "agent.rewind", "agent.mark", "agent.set_model", "agent.set_system", "agent.prompt", "mail.send", "agent.compact", "agent.rename", "agent.remove", "schedule.add"}
 EXCLUDED = {"daemon.shutdown", "daemon.reload"}  # the daemon must keep running as it is
 METHODS = sorted(set(PARAMS) - EXCLUDED)
-CODES = {-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32004, -32005}
+CODES = {-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32004, -32005, -32007}
 
 MAX_EXAMPLES = 6000
 BUDGET = 60.0  # seconds of fuzzing at most; cases after it are not run (and not counted)
@@ -199,11 +199,20 @@ _by_field: dict[str, Any] = {
         },
     )
     | st.none(),
+    # schedule.*: rules that are bad, or valid and never due while this runs
+    "schedule": st.sampled_from(["1", "2", "nope", "99999999999"]) | _plain,
+    "cron": st.sampled_from(["0 9 29 2 *", "61 * * * *", "* * *", "bad"]) | _plain,
+    "tz": st.sampled_from(["UTC", "Europe/Paris", "Mars/Base", "../etc"]) | _plain,
+    "every": st.sampled_from(["10h", "30s", "0m", "10", "x"]) | _plain,
+    "in": st.sampled_from(["20h", "soon", "10"]) | _plain,
+    "missed": st.sampled_from(["skip", "once", "all", "some"]) | _plain,
+    "overlap": st.sampled_from(["skip", "queue", "never"]) | _plain,
+    "budget_usd": st.floats() | st.integers(-2, 3) | st.none(),
     # fleet.snapshot's long poll: short waits (the canary's turns change the fleet every few seconds)
     "since": st.integers(-2, 50) | st.none(),
     "wait_s": st.sampled_from([0, 0.05, 0.5, -1, 61]) | st.floats(),
 }
-_BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread", "blocks", "signatures", "purge", "force", "dry_run", "clear"}
+_BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread", "blocks", "signatures", "purge", "force", "dry_run", "clear", "all", "fork", "allow_fast"}
 
 
 @st.composite

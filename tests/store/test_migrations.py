@@ -13,7 +13,16 @@ from providers.types import Message, TextBlock
 from store import SchemaDrift, SchemaOutOfDate, Store, display_url, migrate
 from store._schema import metadata
 
-TABLES = {"agents", "messages", "mail", "prompt_queue", "approvals", "budgets"}
+TABLES = {
+    "agents",
+    "messages",
+    "mail",
+    "prompt_queue",
+    "approvals",
+    "budgets",
+    "schedules",
+    "schedule_runs",
+}
 
 
 def tables(url: str) -> set[str]:

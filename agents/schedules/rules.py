@@ -14,7 +14,6 @@ in UTC, so they ignore daylight-saving changes: every 1h is every 3,600 s.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -108,6 +107,8 @@ def parse_at(text: str, zone: ZoneInfo) -> datetime:
     """An ISO 8601 date-time; without an offset it is a wall time in ``zone``."""
     t = text.strip()
     try:
+        if "\x00" in t:  # fromisoformat takes "2026-12-01T09:00\x00" (CPython 3.11)
+            raise ValueError(t)
         when = datetime.fromisoformat(t[:-1] + "+00:00" if t.endswith(("Z", "z")) else t)
     except ValueError:
         raise RuleError(
@@ -196,7 +197,7 @@ class Rule:
             step = timedelta(seconds=self.every)
             if after < self.anchor:
                 return self.anchor + step
-            k = math.floor((after - self.anchor) / step) + 1
+            k = (after - self.anchor) // step + 1  # exact: timedelta // timedelta is an int
             return self.anchor + k * step
         from cronsim import CronSim
 

@@ -18,6 +18,8 @@ schedule's ``missed`` policy; a due time is missed when it is more than
 Overlap (the previous run's turn still running or queued): ``skip`` writes a
 skipped run; ``queue`` fires anyway (the prompt waits behind the previous
 one in the agent's queue; a fork schedule's new fork runs beside the last).
+Of a catch-up's runs only the first meets the overlap policy: the others
+queue behind it (missed=all fires each, as it says).
 """
 
 from __future__ import annotations
@@ -145,13 +147,23 @@ class Scheduler:
             current = self._active.get(rec.id)
             if current is None:  # paused by a dead agent meanwhile
                 return
-            await self._one(current, due, dues[i + 1] if i + 1 < len(dues) else after, reason)
+            # only the first of a catch-up meets the overlap policy: the
+            # others would find the run queued just before them "running"
+            # and missed=all would fire one, whatever it promises
+            nxt = dues[i + 1] if i + 1 < len(dues) else after
+            await self._one(current, due, nxt, reason, check_overlap=i == 0)
 
     async def _one(
-        self, rec: ScheduleRecord, due: datetime, next_due: datetime | None, reason: str | None
+        self,
+        rec: ScheduleRecord,
+        due: datetime,
+        next_due: datetime | None,
+        reason: str | None,
+        *,
+        check_overlap: bool = True,
     ) -> None:
         """Fire one due time, or skip it for an overlap or a dead agent."""
-        busy = self._previous_running(rec)
+        busy = self._previous_running(rec) if check_overlap else None
         if busy is not None and rec.overlap == "skip":
             await self._skip(
                 rec, due, f"overlap: the previous run (turn {busy}) is still running", next_due

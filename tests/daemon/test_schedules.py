@@ -8,8 +8,9 @@ import pytest
 import trio
 
 from protocol import INVALID_PARAMS, REFUSED, SCHEDULE_NOT_FOUND
+from tests.daemon.conftest import DaemonProcess, write_home
 from tests.daemon.rpc import RpcFailure, connect
-from tests.fakes.script import Reply
+from tests.fakes.script import Reply, ToolCall
 
 
 def _prompts(fake, text: str) -> int:
@@ -167,3 +168,64 @@ async def test_a_dead_agent_and_unknown_schedules_are_refused(daemon, nursery):
         with pytest.raises(RpcFailure) as err:
             await c.call(method, schedule="nope")
         assert err.value.code == SCHEDULE_NOT_FOUND and "nope" in str(err.value)
+
+
+POLICIES = {
+    "shell": {
+        "rules": [
+            {"tool": "bash", "command": "echo *", "action": "ask"},
+            {"tool": "bash", "action": "deny"},
+        ],
+        "sandbox": "none",
+    }
+}
+
+
+async def _daemon_events(c, wanted: str, limit: float = 60) -> dict:
+    """The next daemon.event of type ``wanted`` (after daemon.subscribe)."""
+    with trio.fail_after(limit):
+        async for note in c.notes:
+            if note["method"] == "daemon.event" and note["params"]["event"]["type"] == wanted:
+                return note["params"]["event"]
+    raise AssertionError(f"the connection ended before a {wanted} event")
+
+
+async def test_a_run_waiting_for_approval_says_so_and_the_daemon_tells_fired_and_skipped(
+    daemon_home, fake_provider, nursery
+):
+    write_home(daemon_home, fake_provider, policy="shell", policies=POLICIES)
+    d = DaemonProcess(daemon_home)
+    try:
+        await d.start()
+        watcher = await connect(nursery, str(d.socket))
+        await watcher.call("daemon.subscribe")
+        c = await connect(nursery, str(d.socket))
+        agent = (await c.call("agent.create", name="w"))["agent"]["uuid"]
+        fake_provider.push(
+            Reply(tool_calls=[ToolCall("bash", {"command": "echo hi"}, id="b1")]),
+            Reply(text="all done"),
+        )
+        sched = await c.call(
+            "schedule.add", agent="w", prompt="run it", every="1s", allow_fast=True, name="gate"
+        )
+        fired = await _daemon_events(watcher, "schedule_fired")
+        assert (fired["schedule"], fired["name"], fired["agent"]) == (sched["id"], "gate", agent)
+        # the run's turn waits on its approval: the next due time overlaps it
+        skipped = await _daemon_events(watcher, "schedule_skipped")
+        assert skipped["schedule"] == sched["id"]
+        assert skipped["reason"].startswith(f"overlap: the previous run (turn {fired['turn']})")
+        [listed] = await c.call("schedule.list")
+        assert listed["last_run"]["status"] == "skipped"
+        shown = await c.call("schedule.show", schedule="gate")
+        first = next(r for r in shown["runs"] if r["id"] == fired["run"])
+        assert (first["turn"], first["turn_status"]) == (fired["turn"], "waiting_for_approval")
+        await c.call("schedule.pause", schedule="gate")
+        [asked] = await c.call("approvals.list", agent="w")
+        await c.call("agent.approve", approval=asked["approval"], decision="allow")
+        outcome = await c.call("agent.wait", agent="w", turn=fired["turn"])
+        assert outcome["status"] == "completed" and outcome["reply"] == "all done"
+        shown = await c.call("schedule.show", schedule="gate")
+        first = next(r for r in shown["runs"] if r["id"] == fired["run"])
+        assert first["turn_status"] == "completed"
+    finally:
+        d.stop()

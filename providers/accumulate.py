@@ -45,7 +45,7 @@ def parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
         return {}, None
     try:
         value = msgspec.json.decode(text)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeError):  # a lone surrogate
         return {}, text
     if not isinstance(value, dict):
         return {}, text

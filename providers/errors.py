@@ -205,7 +205,7 @@ def error_from_http(
     headers = headers or {}
     try:
         decoded = msgspec.json.decode(body) if body else None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeError):  # invalid UTF-8, a lone surrogate
         decoded = None
     message, code, kind, delay = error_from_body(decoded)
     if not message:

@@ -145,7 +145,7 @@ def _error_object(body: bytes) -> bool:
     """A JSON body that is an error ({"error": ...}, Anthropic's {"type": "error"})."""
     try:
         data = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeError):  # invalid UTF-8, a lone surrogate
         return False
     if isinstance(data, list) and len(data) == 1:
         data = data[0]  # Gemini wraps an error in a one-element list

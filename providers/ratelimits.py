@@ -284,7 +284,7 @@ def _status_of(body: bytes) -> dict[str, Any] | None:
         return None
     try:
         data = msgspec.json.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeError):  # invalid UTF-8, a lone surrogate
         return None
     if isinstance(data, list) and data:  # the streaming endpoint wraps it in a list
         data = data[0]

@@ -209,6 +209,8 @@ def _raw_arguments_error(name: str, raw: str) -> str:
     quoted = clip(raw, _RAW_QUOTE_LIMIT)
     try:
         msgspec.json.decode(raw)
+    except UnicodeError:  # a lone surrogate: not JSON text at all
+        return f"the arguments for tool {name!r} are not valid Unicode text; got: {quoted!r}"
     except msgspec.DecodeError:
         return (
             f"the arguments for tool {name!r} were cut off by the output limit "

@@ -165,7 +165,7 @@ def lenient(data: bytes | str) -> Event | None:
     (an unknown block or delta is skipped anyway); None if even the frame is off."""
     try:
         obj = msgspec.json.decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeError):  # invalid UTF-8, a lone surrogate
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
         return None

@@ -49,7 +49,7 @@ def tool_response(block: ToolResultBlock, content: str | None = None) -> dict[st
     if content[:1] == "{":
         try:
             value = msgspec.json.decode(content)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeError):  # a lone surrogate
             value = None
         if isinstance(value, dict):
             return value

@@ -137,7 +137,7 @@ def http_error(
 ) -> ProviderError:
     try:
         decoded = msgspec.json.decode(body) if body else None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeError):  # invalid UTF-8, a lone surrogate
         decoded = None
     if isinstance(decoded, list) and decoded and isinstance(decoded[0], dict):
         decoded = decoded[0]

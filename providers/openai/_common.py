@@ -274,7 +274,7 @@ class OpenAICodec(ABC):
         error with no status or status failed: an incomplete answer may carry one)."""
         try:
             data = msgspec.json.decode(body)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeError):  # invalid UTF-8, a lone surrogate
             error = provider_error(
                 "server", "the response body is not JSON", provider=self.provider
             )

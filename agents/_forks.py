@@ -19,6 +19,8 @@ from providers.types import Message, TextBlock, ThinkingLevel
 from store import MAX_NAME, Budget, ForkChild, StoreError
 
 from . import _mcp_select as mcp_select
+from . import worktrees
+from ._isolate import isolated
 from .errors import AgentError
 from .limited import PRIORITIES
 from .permissions import dump_chain, parse_chain
@@ -64,13 +66,17 @@ async def fork_many(
     origin: str = "interactive",
     budget: Budget | None = None,
     hold: list[Callable[[], None]] | None = None,
+    worktree: worktrees.Wish | bool | None = None,
 ) -> list[tuple[Any, ResolvedModel, str | None]]:
     """One child per entry of ``prompts`` (see fork), all at one fork point
     and in one transaction with their first turns' user rows: a fan-out of
     N is one commit, and the children share one replay of what they
     inherit. (record, resolved model, first turn id) of each, in order.
     ``hold``: the children's first turns are appended to it as callables
-    that begin them, for the caller to call once it has answered."""
+    that begin them, for the caller to call once it has answered.
+    ``worktree``: each child in a git worktree of its own (a Wish, or True
+    for the defaults); None: as the parent's policy says (fork_isolation);
+    False: none, unless the policy requires one (refused)."""
     if any(p is not None and not p.strip() for p in prompts):
         raise AgentError("a prompt is empty")
     names = names if names is not None else [None] * len(prompts)
@@ -98,6 +104,43 @@ async def fork_many(
         resolved = sup.resolve_model(spec, current_thinking=level)
     except ValueError as e:
         raise AgentError(str(e)) from None
+    settings: dict[str, Any] = {
+        "resolved": resolved,
+        "at_message": at_message,
+        "folder": folder,
+        "chain": chain,
+        "servers": servers,
+        "priority": priority,
+        "origin": origin,
+        "budget": budget,
+        "hold": hold,
+    }
+    where = folder or (str(actor.cwd) if actor else parent.cwd) or str(sup.deps.config.cwd)
+    wish = await isolation(sup, worktree, chain, where)
+    if wish is None:
+        return await _fork(sup, parent, actor, prompts, names, [None] * len(prompts), **settings)
+    async with isolated(sup, where, names, wish, parent_name=parent.name) as planned:
+        return await _fork(sup, parent, actor, prompts, names, planned, **settings)
+
+
+async def _fork(
+    sup: Any,
+    parent: Any,
+    actor: Any,
+    prompts: list[str | None],
+    names: list[str | None],
+    planned: list[Any],
+    *,
+    resolved: ResolvedModel,
+    at_message: int | None,
+    folder: str | None,
+    chain: list[str],
+    servers: list[str] | None,
+    priority: str | None,
+    origin: str,
+    budget: Budget | None,
+    hold: list[Callable[[], None]] | None,
+) -> list[tuple[Any, ResolvedModel, str | None]]:
     if at_message is None and actor is not None and actor.turn_first_row is not None:
         # a busy agent forks from its last completed message, not mid-turn
         at_message = await sup.db.last_row_before(parent.uuid, actor.turn_first_row)
@@ -105,26 +148,33 @@ async def fork_many(
             return [
                 await sup._create(
                     model=f"{resolved.provider}/{resolved.model}/{resolved.thinking.level}",
-                    name=name,
+                    name=plan.name if plan else name,
                     system=parent.system_prompt,
                     prompt=prompt,
                     parent=parent.uuid,
                     thinking="none",
-                    cwd=folder or (str(actor.cwd) if actor else parent.cwd),
+                    cwd=plan.spec.path
+                    if plan
+                    else folder or str(actor.cwd if actor else parent.cwd),
                     chain=chain,
                     servers=servers,
                     priority=priority,
                     origin=origin,
                     budget=budget,
+                    uuid=plan.uuid if plan else None,
+                    worktree=plan.spec if plan else None,
                 )
-                for prompt, name in zip(prompts, names, strict=True)
+                for prompt, name, plan in zip(prompts, names, planned, strict=True)
             ]
     children = [
         ForkChild(
-            name=name,
+            name=plan.name if plan else name,
             prompt=None if p is None else Message(role="user", content=[TextBlock(text=p)]),
+            uuid=plan.uuid if plan else None,
+            cwd=plan.spec.path if plan else None,
+            worktree=plan.spec if plan else None,
         )
-        for p, name in zip(prompts, names, strict=True)
+        for p, name, plan in zip(prompts, names, planned, strict=True)
     ]
     try:
         forked = await sup.db.fork_many(
@@ -142,6 +192,9 @@ async def fork_many(
         )
     except (StoreError, ValueError) as e:
         raise AgentError(str(e)) from None
+    for (child, _), plan in zip(forked, planned, strict=True):
+        if plan is not None:
+            sup.note_worktree(child.uuid, plan.spec)
     prefix: list[Message] | None = None
     prompted = [
         (child, first, spec.prompt)
@@ -180,6 +233,31 @@ async def fork_many(
         for begin in begins:
             begin()
     return out
+
+
+async def isolation(
+    sup: Any, asked: worktrees.Wish | bool | None, chain: list[str], where: str
+) -> worktrees.Wish | None:
+    """The worktree each child gets: the one asked for, else the one the
+    parent's policy chain requires (fork_isolation: worktree) when ``where``
+    is in a git repository."""
+    required = sup.deps.permissions.fork_isolation(chain) == "worktree"
+    if asked is True:
+        return worktrees.Wish()
+    if isinstance(asked, worktrees.Wish):
+        return asked
+    if not required:
+        return None
+    try:
+        await worktrees.repo_of(where)
+    except (worktrees.WorktreeError, worktrees.GitError):
+        return None  # not a repository: nothing to isolate
+    if asked is False:
+        raise AgentError(
+            "worktree: the policy requires forks of this agent to work in a worktree "
+            "(fork_isolation: worktree); leave worktree out or set it true"
+        )
+    return worktrees.Wish()
 
 
 async def _inherited(sup: Any, uuid: str, prompt: Message) -> list[Message] | None:

@@ -40,13 +40,20 @@ class SupervisorOps:
         model: str | None,
         name: str | None,
         budget: dict[str, Any] | None = None,
+        worktree: bool | None = None,
     ) -> str:
         with _refused():
             # the model's budget: refused (InvalidBudget, BudgetRefused) as a tool error
             limits = None if budget is None else Budget(**budget)
             # started by a model, not a person: background unless its tree says otherwise
             child, _, _ = await self.sup.fork(
-                parent, model=model, name=name, prompt=prompt, origin="background", budget=limits
+                parent,
+                model=model,
+                name=name,
+                prompt=prompt,
+                origin="background",
+                budget=limits,
+                worktree=worktree,
             )
         return child.uuid
 
@@ -58,6 +65,7 @@ class SupervisorOps:
         model: str | None,
         name: str | None,
         budget: dict[str, Any] | None = None,
+        worktree: bool | None = None,
     ) -> list[str]:
         names = numbered(name, len(prompts))
         with _refused():
@@ -69,6 +77,7 @@ class SupervisorOps:
                 model=model,
                 origin="background",
                 budget=limits,
+                worktree=worktree,
             )
         return [child.uuid for child, _, _ in forked]
 

@@ -107,6 +107,7 @@ class Actor:
         "thinking_level",
         "tree",
         "uuid",
+        "worktree_branch",
     )
 
     def __init__(
@@ -126,6 +127,9 @@ class Actor:
         # where its tools run: its own folder, or (agents from before there
         # was one) the daemon's
         self.cwd: Path = Path(record.cwd) if record.cwd else cfg.cwd
+        # the branch of the worktree its cwd is (the supervisor sets it): the
+        # one branch its sandbox lets it move (agents/tools/_gitmounts.py)
+        self.worktree_branch: str | None = None
         # its policy chain, ancestors' first; None: the configured default
         self.policy: list[str] | None = parse_chain(record.policy)
         # the MCP servers it may use; None: those marked default in config

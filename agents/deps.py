@@ -47,6 +47,7 @@ class AgentConfig:
     event_keep: int = 256
     subscriber_buffer: int = 512
     cwd: Path = field(default_factory=Path.cwd)
+    worktrees: Path | None = None  # where worktrees of agents are made (agents/worktrees)
     fallbacks: list[str] = field(default_factory=list)  # MODEL[/THINKING] tried on retryable errors
     approval_timeout: float | None = None  # seconds an approval waits; None: until answered
     # context compaction (daemon config "context"): compact when a request would

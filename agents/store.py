@@ -33,6 +33,7 @@ from store import (
     Store,
     UsageReport,
     UsageTotals,
+    WorktreeSpec,
 )
 
 T = TypeVar("T")
@@ -289,6 +290,8 @@ class AsyncStore:
         mcp: str | None = None,
         priority: str | None = None,
         budget: Budget | None = None,
+        uuid: str | None = None,
+        worktree: WorktreeSpec | None = None,
     ) -> AgentRecord:
         return await self.call(
             self.store.create_agent,
@@ -303,6 +306,8 @@ class AsyncStore:
             mcp=mcp,
             priority=priority,
             budget=budget,
+            uuid=uuid,
+            worktree=worktree,
         )
 
     async def fork(self, parent_uuid: str, **kwargs: Any) -> AgentRecord:

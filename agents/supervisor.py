@@ -21,12 +21,14 @@ import trio
 from providers.modelspec import ResolvedModel, resolve_model
 from providers.secrets import scrub
 from providers.types import ThinkingLevel
-from store import ApprovalRecord, Budget, StoreError
+from store import ApprovalRecord, Budget, StoreError, WorktreeSpec
 
 from . import _mcp_select as mcp_select
+from . import worktrees
 from ._forks import checked_folder as _folder
 from ._forks import checked_priority as _checked
 from ._forks import fork_many
+from ._isolate import isolated
 from ._ops import SupervisorOps
 from ._waits import wait_for
 from .actor import Actor
@@ -81,6 +83,10 @@ class Supervisor:
         self.approvals = Approvals()  # who waits on which approval; session answers
         self.dead_count = 0  # kept in memory so status never waits on the database
         self._parents: dict[str, str | None] = {}  # every agent's parent: its tree, no query
+        # every worktree not pruned, by agent (dead ones too): listings read it,
+        # no query; and its branch by folder, for the agents working there
+        self.worktrees: dict[str, WorktreeSpec] = {}
+        self._branch_at: dict[str, str] = {}
         self.deps = ActorDeps(
             db=db,
             pool=pool,
@@ -111,6 +117,13 @@ class Supervisor:
                 queued.setdefault(q.agent_uuid, []).append(q)
             unread = await self.db.call(self.db.store.agents_with_unread_mail)
             restored = 0
+            for tree in await self.db.call(self.db.store.worktrees):
+                self.note_worktree(
+                    tree.agent_uuid,
+                    WorktreeSpec(
+                        path=tree.path, branch=tree.branch, base=tree.base, repo=tree.repo
+                    ),
+                )
             records = await self.db.list_agents(include_dead=True)
             self._parents.update((r.uuid, r.parent_uuid) for r in records)
             for record in records:
@@ -154,12 +167,24 @@ class Supervisor:
         adopts all its children before any of their turns may run."""
         assert self._nursery is not None, "the supervisor is not running"
         actor = Actor(record, self.deps, self.approvals)
+        actor.worktree_branch = self._branch_at.get(str(actor.cwd))
         self._parents[actor.uuid] = record.parent_uuid
         actor.tree = self._tree_of(actor.uuid)
         self.actors[actor.uuid] = actor
         # its task starts when it has work and ends when it has none
         actor._spawn = self._spawn
         return actor
+
+    def note_worktree(self, uuid: str, spec: WorktreeSpec) -> None:
+        """An agent's worktree, made (or found at start)."""
+        self.worktrees[uuid] = spec
+        self._branch_at[spec.path] = spec.branch
+
+    def forget_worktree(self, uuid: str) -> None:
+        """An agent's worktree, pruned."""
+        spec = self.worktrees.pop(uuid, None)
+        if spec is not None:
+            self._branch_at.pop(spec.path, None)
 
     def begin_soon(self, begins: list[Callable[[], None]]) -> None:
         """Call ``begins`` (held first turns of a fan-out, see _forks) in a
@@ -276,6 +301,7 @@ class Supervisor:
         priority: str | None = None,
         origin: str = "interactive",
         budget: Budget | None = None,
+        worktree: worktrees.Wish | bool | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         """A new agent (no history). Returns (record, resolved model, first turn id).
         Its tools run in ``cwd`` (default: the daemon's working directory); its
@@ -283,21 +309,28 @@ class Supervisor:
         configured default, followed across reloads); it may use the MCP
         servers ``mcp`` (default: those marked default in config)."""
         chain = None if policy is None else [self._policy_name(policy)]
-        return await self._create(
-            model=model,
-            name=name,
-            system=system,
-            prompt=prompt,
-            parent=parent,
-            thinking=thinking,
-            cwd=cwd,
-            chain=chain,
-            servers=None if mcp is None else mcp_select.checked(self.deps.mcp, mcp),
-            priority=_checked(priority),
-            origin=origin,
+        settings: dict[str, Any] = {
+            "model": model,
+            "system": system,
+            "prompt": prompt,
+            "parent": parent,
+            "thinking": thinking,
+            "chain": chain,
+            "servers": None if mcp is None else mcp_select.checked(self.deps.mcp, mcp),
+            "priority": _checked(priority),
+            "origin": origin,
             # a root without one gets the configured default (budget.root)
-            budget=budget if budget or parent else self.config.daily.root,
-        )
+            "budget": budget if budget or parent else self.config.daily.root,
+        }
+        if worktree is None or worktree is False:
+            return await self._create(name=name, cwd=cwd, **settings)
+        if worktree is True:
+            worktree = worktrees.Wish()
+        where = _folder(cwd) if cwd is not None else str(self.deps.config.cwd)
+        async with isolated(self, where, [name], worktree, parent_name=None) as [plan]:
+            return await self._create(
+                name=plan.name, cwd=plan.spec.path, uuid=plan.uuid, worktree=plan.spec, **settings
+            )
 
     def _policy_name(self, name: str) -> str:
         known = self.deps.permissions.known()
@@ -320,6 +353,8 @@ class Supervisor:
         priority: str | None = None,
         origin: str = "interactive",
         budget: Budget | None = None,
+        uuid: str | None = None,
+        worktree: WorktreeSpec | None = None,
     ) -> tuple[Any, ResolvedModel, str | None]:
         try:
             resolved = self.resolve_model(model, current_thinking=thinking)
@@ -339,9 +374,13 @@ class Supervisor:
                 mcp=mcp_select.dump(servers),
                 priority=priority,
                 budget=budget,
+                uuid=uuid,
+                worktree=worktree,
             )
         except (StoreError, ValueError) as e:
             raise AgentError(str(e)) from None
+        if worktree is not None:
+            self.note_worktree(record.uuid, worktree)
         actor = await self._start(record)
         turn = (await actor.submit(prompt, priority=origin))[0] if prompt else None
         return record, resolved, turn

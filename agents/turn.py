@@ -359,6 +359,8 @@ class Turn(FittingSteps):
             sandbox=sandbox,
             network=network,
             progress=progress,
+            worktrees=cfg.worktrees,
+            worktree_branch=host.worktree_branch,
         )
         ran = iter(await self._tools.run_all(allowed, ctx, limit=cfg.tool_concurrency))
         return [

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ikigai.errors import DaemonUnreachable, UsageError
 
 __all__ = [
+    "EXIT_CONFLICT",
     "EXIT_ERROR",
     "EXIT_INTERRUPTED",
     "EXIT_NOT_FOUND",
@@ -27,4 +28,5 @@ EXIT_ERROR = 1  # the daemon refused, the turn failed...
 EXIT_USAGE = 2  # bad command-line input
 EXIT_UNREACHABLE = 3  # no daemon answers
 EXIT_NOT_FOUND = 4  # no such agent, or an ambiguous reference
+EXIT_CONFLICT = 5  # merge: git stopped on a conflict (nothing was merged)
 EXIT_INTERRUPTED = 130  # Ctrl+C

@@ -295,7 +295,38 @@ def _template(p: argparse._ActionsContainer, what: str) -> None:
     )
 
 
+# the notation of the WORKTREE column, said in `ikictl ls --help` and docs/ikictl.md
+LS_NOTATION = """\
+WORKTREE (shown when some listed agent works in a git worktree of its own,
+made with `fork --worktree` or `new --worktree`): its branch, then
+  +N  N commits on the branch that its base (the commit it started from) lacks
+  *N  N files with uncommitted changes in the worktree (new files too)
+  (missing)  the worktree folder is gone;  (pruned)  deleted by prune/rm
+e.g. `ikigai/fix-1 +2 *3`: 2 commits ahead, 3 files changed and not committed.
+`ikictl worktrees` lists them all; `ikictl show AGENT` gives one in full."""
+
+
+# the worktree commands' parsers live with them (imported only when one is built)
+def _add_diff(p: argparse.ArgumentParser) -> None:
+    from ikictl.worktree import add_diff
+
+    add_diff(p)
+
+
+def _add_merge(p: argparse.ArgumentParser) -> None:
+    from ikictl.worktree import add_merge
+
+    add_merge(p)
+
+
+def _add_worktrees(p: argparse.ArgumentParser) -> None:
+    from ikictl.worktree import add_worktrees
+
+    add_worktrees(p)
+
+
 def _add_ls(p: argparse.ArgumentParser) -> None:
+    p.description = f"{p.description}\n\n{LS_NOTATION}"
     p.add_argument("--all", "-a", action="store_true", help="include dead agents")
     g = p.add_mutually_exclusive_group()
     g.add_argument(
@@ -400,15 +431,32 @@ def _add_rm(p: argparse.ArgumentParser) -> None:
         "--force",
         "-f",
         action="store_true",
-        help="a live agent too: kill it (and its descendants) first",
+        help="a live agent too: kill it (and its descendants) first; with --prune-worktree, "
+        "its worktree even with uncommitted changes",
     )
+    _prune_worktree(p, "each agent's")
     _quiet(p, "print only the removed uuids, one a line")
 
 
 def _add_prune(p: argparse.ArgumentParser) -> None:
     _purge(p, "their")
     p.add_argument(
-        "--dry-run", action="store_true", help="list the dead agents it would remove; remove none"
+        "--worktrees",
+        action="store_true",
+        help="instead of the dead agents: delete the git worktrees (folder and branch) of "
+        "dead agents, keeping, with the reason, one with uncommitted changes (a branch "
+        "with commits on no other branch is kept too, its folder deleted) unless --force",
+    )
+    p.add_argument(
+        "--force",
+        "-f",
+        action="store_true",
+        help="with --worktrees: delete them even with uncommitted changes or unmerged commits",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the dead agents (--worktrees: the worktrees) it would remove; remove none",
     )
     p.add_argument(
         "--yes",
@@ -445,3 +493,87 @@ def _add_import(p: argparse.ArgumentParser) -> None:
         "when a live agent has it)",
     )
     _quiet(p, "print only the new agent's uuid")
+
+
+def _add_watch(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument(
+        "--from",
+        dest="from_seq",
+        type=int,
+        metavar="SEQ",
+        help="replay the kept events from SEQ first",
+    )
+    p.add_argument(
+        "--until-idle",
+        action="store_true",
+        help="leave when the agent has no turn running or queued",
+    )
+    p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
+
+
+def _add_model(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument(
+        "model",
+        metavar="M/T",
+        help="MODEL[/THINKING] or /THINKING, e.g. gpt-4o/none, provider/model/high",
+    )
+    p.add_argument(
+        "--queue",
+        action="store_true",
+        help="if a turn is running, switch after it instead of refusing",
+    )
+
+
+def _add_system(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument(
+        "text",
+        metavar="TEXT",
+        nargs="?",
+        help='the new system prompt (`-` reads stdin, "" clears it); none: show it',
+    )
+
+
+def _add_priority(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument(
+        "level",
+        metavar="LEVEL",
+        choices=(*PRIORITIES, "auto"),
+        help="interactive or background for all its turns (forks inherit it); "
+        "auto: each turn's, by who started it",
+    )
+
+
+def _add_cancel(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    p.add_argument(
+        "--at-boundary",
+        action="store_true",
+        help="stop after the current model call or tool, keeping its output",
+    )
+
+
+def _prune_worktree(p: argparse.ArgumentParser, who: str) -> None:
+    p.add_argument(
+        "--prune-worktree",
+        action="store_true",
+        help=f"also delete {who} git worktree (made with --worktree): its folder and its "
+        "branch; a branch with commits no other branch holds is kept (merge them: ikictl "
+        "merge) unless --force. Refused, with nothing done, while the worktree has "
+        "uncommitted changes, unless --force (they are lost)",
+    )
+
+
+def _add_kill(p: argparse.ArgumentParser) -> None:
+    _agent(p)
+    _prune_worktree(p, "its")
+    p.add_argument(
+        "--force",
+        "-f",
+        action="store_true",
+        help="with --prune-worktree: delete the worktree even with uncommitted changes, and "
+        "its branch even with unmerged commits",
+    )

@@ -2,6 +2,7 @@
 
 A removed agent leaves the listings; ``--purge`` also deletes its messages
 (never history a live fork still inherits: the daemon keeps those rows).
+``--prune-worktree`` / ``prune --worktrees`` delete agents' git worktrees.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.commands import client
+from ikictl.worktree import worktree_gone
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
     from typing import TextIO
 
     from ikictl.client import Client
-    from protocol.results import Removed
+    from protocol.results import Removed, WorktreePruned
 
 
 def cmd_rename(args: argparse.Namespace) -> int:
@@ -42,7 +44,10 @@ def cmd_rm(args: argparse.Namespace) -> int:
     code = EXIT_OK
     for ref in dict.fromkeys(args.agents):  # named twice: removed once
         try:
-            res = c.remove(ref, purge=args.purge, force=args.force)
+            res = c.remove(
+                ref, purge=args.purge, force=args.force, prune_worktree=args.prune_worktree
+            )
+            tree = res.get("worktree")
         except p.RpcError as e:
             failed = _fail(e, args)
             code = code or failed
@@ -52,6 +57,8 @@ def cmd_rm(args: argparse.Namespace) -> int:
         purged += res["purged_rows"]
         if not args.json and not args.quiet:
             print(f"removed {render.safe_line(ref)}{_which(ref, gone)}{_purged(args, res)}")
+            if tree:
+                print(f"  {worktree_gone(tree)}")
     if args.quiet:
         sys.stdout.write("".join(f"{u}\n" for u in removed))
     elif args.json:
@@ -71,6 +78,10 @@ def _purged(args: argparse.Namespace, res: Removed) -> str:
 
 
 def cmd_prune(args: argparse.Namespace) -> int:
+    if args.worktrees:
+        return _prune_worktrees(args)
+    if args.force:
+        raise UsageError("--force goes with --worktrees (prune removes only dead agents)")
     ask = not (args.yes or args.dry_run)
     if ask and not _stdin_is_terminal():
         raise UsageError(
@@ -111,6 +122,47 @@ def _report(args: argparse.Namespace, c: Client, res: Removed, *, dry_run: bool)
     elif uuids:
         n = len(uuids)
         print(f"removed {n} dead agent{'' if n == 1 else 's'}{_purged(args, res)}")
+    return EXIT_OK
+
+
+def _prune_worktrees(args: argparse.Namespace) -> int:
+    """prune --worktrees: worktree.prune of every dead agent's worktree,
+    asked first on a terminal as ``prune`` does."""
+    from ikictl.worktree import pruned_report
+
+    if args.purge:
+        raise UsageError("--purge is for agents' rows: prune --worktrees deletes no agent")
+    ask = not (args.yes or args.dry_run)
+    if ask and not _stdin_is_terminal():
+        raise UsageError(
+            "prune --worktrees deletes dead agents' worktrees and branches and asks first, "
+            "but stdin is not a terminal: add -y (--yes) to go ahead, or --dry-run to list them"
+        )
+    c = client(args)
+    if ask:
+        preview = c.worktree_prune(force=args.force, dry_run=True)
+        n = len(preview["pruned"])
+        if n == 0:  # nothing to ask: what is kept, and why
+            return _pruned(args, preview, dry_run=False)
+        pruned_report(preview, sys.stderr, dry_run=True, force=args.force)
+        lost = " (their uncommitted changes and unmerged commits are lost)" if args.force else ""
+        these = "this worktree and its branch" if n == 1 else f"these {n} worktrees and branches"
+        if not _confirm(f"delete {these}{lost}?"):
+            print("nothing deleted", file=sys.stderr)
+            return EXIT_OK
+    res = c.worktree_prune(force=args.force, dry_run=args.dry_run)
+    return _pruned(args, res, dry_run=args.dry_run)
+
+
+def _pruned(args: argparse.Namespace, res: WorktreePruned, *, dry_run: bool) -> int:
+    from ikictl.worktree import pruned_report
+
+    if args.quiet:
+        sys.stdout.write("".join(f"{r['agent']}\n" for r in res["pruned"]))
+    elif args.json:
+        render.dump_json(res)
+    else:
+        pruned_report(res, sys.stdout, dry_run=dry_run, force=args.force)
     return EXIT_OK
 
 

@@ -7,7 +7,8 @@ sub-parser is built when the command is named on the command line.
 
 Exit codes: 0 ok, 1 the turn ended in error (or did not complete) or a
 compaction failed, 2 usage error or refused, 3 the daemon is unreachable,
-4 no such agent (or an ambiguous one) or schedule, 130 interrupted.
+4 no such agent (or an ambiguous one) or schedule, 5 a merge stopped on a
+conflict (nothing merged), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 
 from ikictl import _parsers
 from ikictl._errors import (
+    EXIT_CONFLICT,
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_NOT_FOUND,
@@ -27,7 +29,7 @@ from ikictl._errors import (
     DaemonUnreachable,
     UsageError,
 )
-from ikictl._parsers import PRIORITIES, _agent, _continue, _mcp, _policy, _priority, _quiet
+from ikictl._parsers import _agent, _continue, _mcp, _policy, _priority, _quiet
 from ikictl.budget import _add_budget, budget_args  # noqa: F401 - found as _add_<command>
 from ikictl.schedule import _add_schedule, _check_schedule  # noqa: F401 - found by name
 from protocol.version import __version__
@@ -41,7 +43,7 @@ EPILOG = """\
 AGENT is a uuid, a unique prefix of one, or a name. PROMPT `-` reads stdin.
 Exit codes: 0 ok, 1 the turn (or the compaction) failed, 2 usage error or
 refused, 3 daemon unreachable, 4 agent (or schedule) not found or ambiguous,
-130 interrupted.
+5 merge conflict (nothing merged), 130 interrupted.
 With no daemon answering, ikictl starts one (same IKIGAI_HOME) unless
 --no-autostart, IKIGAI_AUTOSTART=0 or config "autostart": false."""
 
@@ -63,7 +65,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "kill": ("end an agent and all its descendants", "commands:cmd_kill"),
     "rename": ("give an agent another name", "admin:cmd_rename"),
     "rm": ("remove dead agents from the listings (--purge: delete their history)", "admin:cmd_rm"),
-    "prune": ("remove every dead agent (asks first; -y on a script)", "admin:cmd_prune"),
+    "prune": (
+        "remove every dead agent (asks first; -y on a script); --worktrees: their git worktrees",
+        "admin:cmd_prune",
+    ),
     "ls": ("list agents as a tree: state, model, thinking, tokens, cost", "commands:cmd_ls"),
     "show": ("one agent's details, usage and last turn", "commands:cmd_show"),
     "history": ("an agent's messages, oldest first", "histview:cmd_history"),
@@ -79,6 +84,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compact": (
         "summarize the oldest part of an agent's context so it can go on (history keeps all)",
         "compact:cmd_compact",
+    ),
+    "diff": ("an agent's changes in its git worktree since it started", "worktree:cmd_diff"),
+    "merge": (
+        "merge an agent's worktree branch into the parent's checkout (only a clean one)",
+        "worktree:cmd_merge",
+    ),
+    "worktrees": (
+        "the agents' git worktrees: branch, commits ahead, uncommitted files, disk use",
+        "worktree:cmd_worktrees",
     ),
     "schedule": (
         "prompt an agent on its own: cron, every N minutes, once at or in (add, ls, show...)",
@@ -164,6 +178,9 @@ def _add_new(p: argparse.ArgumentParser) -> None:
     _mcp(p, "the agent", "the servers config marks default")
     _priority(p, "the agent", "each turn's: a person's prompt is interactive, mail background")
     budget_args(p, "the agent")
+    from ikictl.worktree import worktree_args
+
+    worktree_args(p, "the agent", "--cwd (default: the current directory)", many=False)
     _prompt(p, False)
     _streaming(p)
     _quiet(p, "print only the new agent's uuid (with PROMPT: after the turn; the turn's exit code)")
@@ -194,23 +211,6 @@ def _check_send(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"the following arguments are required: {missing}")
 
 
-def _add_watch(p: argparse.ArgumentParser) -> None:
-    _agent(p)
-    p.add_argument(
-        "--from",
-        dest="from_seq",
-        type=int,
-        metavar="SEQ",
-        help="replay the kept events from SEQ first",
-    )
-    p.add_argument(
-        "--until-idle",
-        action="store_true",
-        help="leave when the agent has no turn running or queued",
-    )
-    p.add_argument("--no-thinking", action="store_true", help="hide the model's thinking")
-
-
 def _add_fork(p: argparse.ArgumentParser) -> None:
     _agent(p, "the parent: uuid, unique prefix or name")
     p.add_argument(
@@ -228,6 +228,9 @@ def _add_fork(p: argparse.ArgumentParser) -> None:
     _mcp(p, "the child", "the parent's")
     _priority(p, "the child", "the parent's")
     budget_args(p, "the child")
+    from ikictl.worktree import worktree_args
+
+    worktree_args(p, "each child", "the parent's folder (or --cwd)", many=True)
     p.add_argument(
         "--count",
         type=int,
@@ -243,54 +246,6 @@ def _add_fork(p: argparse.ArgumentParser) -> None:
     _prompt(p, False)
     _streaming(p)
     _quiet(p, "print only the child's uuid (with PROMPT: after the turn; the turn's exit code)")
-
-
-def _add_model(p: argparse.ArgumentParser) -> None:
-    _agent(p)
-    p.add_argument(
-        "model",
-        metavar="M/T",
-        help="MODEL[/THINKING] or /THINKING, e.g. gpt-4o/none, provider/model/high",
-    )
-    p.add_argument(
-        "--queue",
-        action="store_true",
-        help="if a turn is running, switch after it instead of refusing",
-    )
-
-
-def _add_system(p: argparse.ArgumentParser) -> None:
-    _agent(p)
-    p.add_argument(
-        "text",
-        metavar="TEXT",
-        nargs="?",
-        help='the new system prompt (`-` reads stdin, "" clears it); none: show it',
-    )
-
-
-def _add_priority(p: argparse.ArgumentParser) -> None:
-    _agent(p)
-    p.add_argument(
-        "level",
-        metavar="LEVEL",
-        choices=(*PRIORITIES, "auto"),
-        help="interactive or background for all its turns (forks inherit it); "
-        "auto: each turn's, by who started it",
-    )
-
-
-def _add_cancel(p: argparse.ArgumentParser) -> None:
-    _agent(p)
-    p.add_argument(
-        "--at-boundary",
-        action="store_true",
-        help="stop after the current model call or tool, keeping its output",
-    )
-
-
-def _add_kill(p: argparse.ArgumentParser) -> None:
-    _agent(p)
 
 
 def _add_usage(p: argparse.ArgumentParser) -> None:
@@ -549,6 +504,11 @@ def _fail(e: Exception, args: argparse.Namespace) -> int:
                 f"  {c.get('uuid')}  {c.get('name') or '-'}  {c.get('status') or ''}".rstrip()
             )
         return _say(args, EXIT_NOT_FOUND, "\n".join(lines), code, data)
+    if code == p.MERGE_CONFLICT:
+        from ikictl.worktree import conflict_text
+
+        text = message if getattr(args, "json", False) else conflict_text(message, data)
+        return _say(args, EXIT_CONFLICT, text, code, data)
     if code in (p.AGENT_NOT_FOUND, p.SCHEDULE_NOT_FOUND):
         return _say(args, EXIT_NOT_FOUND, message, code, data)
     if code in (p.REFUSED, p.INVALID_PARAMS):

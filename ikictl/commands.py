@@ -16,6 +16,14 @@ from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.budget import budget_param, print_budgets
 from ikictl.client import Client, connect
+from ikictl.worktree import (
+    created_line,
+    ls_cells,
+    show_block,
+    states,
+    worktree_gone,
+    worktree_param,
+)
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
@@ -212,6 +220,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         mcp=mcp_arg(args),
         priority=args.priority,
         budget=budget_param(args),
+        worktree=worktree_param(args),
     )
     return _born(args, c, res, text, f"created {render.label(res['agent'])}")
 
@@ -225,6 +234,8 @@ def _born(args: argparse.Namespace, c: Client, res: Created, text: str | None, w
         aside(args, f"{what} · {model.get('description')}")
         for w in model.get("warnings") or []:
             aside(args, f"note: {w}")
+        if (line := created_line(info)) is not None:
+            aside(args, line)
     if text is None:
         return _then_id(args, EXIT_OK, info["uuid"])
     return _then_id(args, _stream(args, c, info["uuid"], text), info["uuid"])
@@ -253,6 +264,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
         mcp=mcp_arg(args),
         priority=args.priority,
         budget=budget_param(args),
+        worktree=worktree_param(args),
     )
     return _born(args, c, res, text, f"forked {args.agent} -> {render.label(res['agent'])}")
 
@@ -293,6 +305,7 @@ def _fork_many(args: argparse.Namespace) -> int:
         mcp=mcp_arg(args),
         priority=args.priority,
         budget=budget_param(args),
+        worktree=worktree_param(args),
     )
     children = res["children"]
     if args.json:
@@ -304,6 +317,8 @@ def _fork_many(args: argparse.Namespace) -> int:
         for child in children:
             turn = f" · turn {child['turn']}" if child["turn"] else ""
             print(f"forked {args.agent} -> {render.label(child['agent'])}{turn}")
+            if (line := created_line(child["agent"])) is not None:
+                print(f"  {line}")
     return EXIT_OK
 
 
@@ -372,12 +387,20 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    res = client(args).kill(args.agent)
+    if args.force and not args.prune_worktree:
+        raise UsageError("--force goes with --prune-worktree (a live agent is killed anyway)")
+    c = client(args)
+    res = c.kill(args.agent, prune_worktree=args.prune_worktree, force=args.force)
+    tree = res.get("worktree")
     if not _out(args, res):
         killed = res.get("killed") or []
         more = len(killed) - 1
         tail = f" and {more} descendant{'s' if more != 1 else ''}" if more > 0 else ""
         print(f"killed {args.agent}{tail}: {', '.join(killed)}")
+        if tree:
+            print(worktree_gone(tree))
+        elif args.prune_worktree:
+            print(f"{args.agent} had no worktree: no other thing deleted")
     return EXIT_OK
 
 
@@ -387,13 +410,15 @@ def cmd_ls(args: argparse.Namespace) -> int:
         from ikictl.fields import Template
 
         template = Template(args.format)  # a bad one is refused before the daemon is asked
-    agents = client(args).agents(include_dead=args.all)
+    c = client(args)
+    agents = c.agents(include_dead=args.all)
     if args.quiet:
         sys.stdout.write("".join(f"{a['uuid']}\n" for a in agents))
     elif template is not None:
         sys.stdout.write(template.render_all(agents, "ListedAgent"))
     elif not _out(args, agents):
-        render.agent_tree(agents, sys.stdout, color=render.use_color())
+        trees = ls_cells(agents, states(c, agents, pruned=args.all))
+        render.agent_tree(agents, sys.stdout, color=render.use_color(), worktrees=trees)
     return EXIT_OK
 
 
@@ -408,6 +433,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         sys.stdout.write(template.render_all([info], "ShownAgent"))
     elif not _out(args, info):
         render.show_agent(info, sys.stdout)
+        show_block(info.get("worktree"), sys.stdout)
         print_budgets(info.get("budget"), sys.stdout)
     return EXIT_OK
 

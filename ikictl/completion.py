@@ -98,6 +98,7 @@ _ikictl() {{
       return ;;
     --model|-m|--name|-n|--system|-s|--at|--from|--limit|--before|--lines|--wait) return ;;
     --cron|--every|--in|--tz|--keep|--budget) return ;;  # schedule add's values: typed
+    --branch|--into|--message) return ;;  # a worktree's branch, merge's target, a commit message
     --missed) COMPREPLY=($(compgen -W "skip once all" -- "$cur")); return ;;
     --overlap) COMPREPLY=($(compgen -W "skip queue" -- "$cur")); return ;;
     --mcp)  # NAMES is a comma-separated list: complete its last name

@@ -31,13 +31,7 @@ if TYPE_CHECKING:
     )
 
 DIM, BOLD, RED, GREEN, YELLOW, CYAN, RESET = (
-    "\x1b[2m",
-    "\x1b[1m",
-    "\x1b[31m",
-    "\x1b[32m",
-    "\x1b[33m",
-    "\x1b[36m",
-    "\x1b[0m",
+    "\x1b[2m", "\x1b[1m", "\x1b[31m", "\x1b[32m", "\x1b[33m", "\x1b[36m", "\x1b[0m"
 )
 
 
@@ -195,10 +189,15 @@ def _policies_differ(agents: list[ListedAgent]) -> bool:
 
 
 def agent_tree(
-    agents: list[ListedAgent], out: TextIO, *, mark: str | None = None, color: bool = False
+    agents: list[ListedAgent],
+    out: TextIO,
+    *,
+    mark: str | None = None,
+    color: bool = False,
+    worktrees: Mapping[str, str] | None = None,
 ) -> None:
-    """The tree of agents; a POLICY column when some agent is not on the
-    default policy (YOLO in bold red on a terminal)."""
+    """The tree of agents; a POLICY column when some agent is not on the default policy
+    (YOLO in bold red); WORKTREE when ``worktrees`` (uuid -> cell: worktree.ls_cells) has one."""
     if not agents:
         out.write("no agents (create one with `ikictl new`)\n")
         return
@@ -211,6 +210,8 @@ def agent_tree(
     rows = [["ID", "NAME", "STATE", "MODEL", "THINKING", "TOKENS IN/OUT", "COST"]]
     if policies:
         rows[0].insert(5, "POLICY")
+    if worktrees:
+        rows[0].append("WORKTREE")
 
     def walk(a: ListedAgent, prefix: str, last: bool, top: bool) -> None:
         branch = "" if top else prefix + ("└─ " if last else "├─ ")
@@ -227,6 +228,8 @@ def agent_tree(
         ]
         if policies:
             row.insert(5, policy_of(a))
+        if worktrees:
+            row.append(worktrees.get(a["uuid"], "-"))
         rows.append(row)
         kids = children.get(a["uuid"], [])
         below = "" if top else prefix + ("   " if last else "│  ")

@@ -16,16 +16,17 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ikictl._calls import client as _client
+from ikictl._calls import json_out as _json
 from ikictl._errors import EXIT_OK
 from ikictl.budget import _count, _usd
 
 TYPE_CHECKING = False  # importing typing itself costs start-up time
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from datetime import datetime, tzinfo
     from typing import Any, TextIO
 
-    from ikictl.client import Client
 
 MISSED = ("skip", "once", "all")
 OVERLAP = ("skip", "queue")
@@ -224,21 +225,6 @@ def _check_schedule(p: argparse.ArgumentParser, args: argparse.Namespace) -> Non
 # ---------------------------------------------------------------- commands
 
 
-def _client(args: argparse.Namespace) -> Client:
-    from ikictl.client import connect
-
-    return connect(args.socket, autostart=not args.no_autostart)
-
-
-def _json(args: argparse.Namespace, value: object) -> bool:
-    if args.json:
-        from ikictl import render
-
-        render.dump_json(value)
-        return True
-    return False
-
-
 def cmd_add(args: argparse.Namespace) -> int:
     from ikictl.commands import prompt_text
 
@@ -284,32 +270,28 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_rm(args: argparse.Namespace) -> int:
-    res = _client(args).schedule_remove(args.schedule)
+def _one(args: argparse.Namespace, call: str, said: Callable[[Any], str]) -> int:
+    """A command on one schedule: the method called, its answer said."""
+    res = getattr(_client(args), call)(args.schedule)
     if not _json(args, res):
-        print(f"removed schedule {_text(res.get('removed'))}")
+        print(said(res))
     return EXIT_OK
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    return _one(args, "schedule_remove", lambda r: f"removed schedule {_text(r.get('removed'))}")
 
 
 def cmd_pause(args: argparse.Namespace) -> int:
-    res = _client(args).schedule_pause(args.schedule)
-    if not _json(args, res):
-        print(f"paused {title(res)}")
-    return EXIT_OK
+    return _one(args, "schedule_pause", lambda r: f"paused {title(r)}")
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    res = _client(args).schedule_resume(args.schedule)
-    if not _json(args, res):
-        print(f"resumed {title(res)}: next run {next_text(res)}")
-    return EXIT_OK
+    return _one(args, "schedule_resume", lambda r: f"resumed {title(r)}: next run {next_text(r)}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    res = _client(args).schedule_run(args.schedule)
-    if not _json(args, res):
-        print(run_text(res))
-    return EXIT_OK
+    return _one(args, "schedule_run", run_text)
 
 
 # ---------------------------------------------------------------- rendering

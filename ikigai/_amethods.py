@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from protocol import results as R
 
     Remember = Literal["once", "agent", "session"]
+    # agent.create / agent.fork's ``worktree``: True, or {"branch": ..., "from": ...}
+    WorktreeOption = bool | dict[str, str | None] | None
 
 
 class AsyncMethods:
@@ -90,15 +92,20 @@ class AsyncMethods:
         mcp: list[str] | None = None,
         priority: str | None = None,
         budget: dict[str, Any] | None = None,
+        worktree: WorktreeOption = None,
     ) -> R.Created:
         """A new agent (``model`` as "provider/model/thinking", an alias, or
         the daemon's default). Prompt it with ``prompt``. ``priority``
         (interactive, background): its model calls' place in the provider's
         queue for every turn (default: each turn's, by who started it).
         ``budget``: {max_cost_usd, max_tokens, max_turns, allow_unpriced} for
-        it and its descendants."""
+        it and its descendants. ``worktree``: True, or {"branch", "from"}, for
+        a git worktree of its own (``cwd`` must be in a repository): its cwd
+        becomes the worktree, on branch ikigai/NAME unless ``branch``, from
+        ``cwd``'s HEAD unless ``from``."""
         params: dict[str, Any] = {"model": model, "name": name, "system": system, "cwd": cwd}
         params.update({"policy": policy, "mcp": mcp, "priority": priority, "budget": budget})
+        params["worktree"] = worktree
         return await self.call(p.AGENT_CREATE, params)
 
     async def fork(
@@ -113,10 +120,14 @@ class AsyncMethods:
         mcp: list[str] | None = None,
         priority: str | None = None,
         budget: dict[str, Any] | None = None,
+        worktree: WorktreeOption = None,
     ) -> R.Created:
         """A child that inherits ``agent``'s history (up to message ``at``),
         model and priority, unless given another ``model`` or ``priority``.
-        ``budget``: as create's, at most what the parent's budgets have left."""
+        ``budget``: as create's, at most what the parent's budgets have left.
+        ``worktree``: True, or {"branch", "from"}: the child works in a git
+        worktree of the parent's repository (its ``agent.worktree`` says
+        where); False: none; None: as the parent's policy says (fork_isolation)."""
         params: dict[str, Any] = {
             "agent": agent,
             "model": model,
@@ -125,6 +136,7 @@ class AsyncMethods:
             "cwd": cwd,
         }
         params.update({"policy": policy, "mcp": mcp, "priority": priority, "budget": budget})
+        params["worktree"] = worktree
         return await self.call(p.AGENT_FORK, params)
 
     async def fork_many(
@@ -143,17 +155,19 @@ class AsyncMethods:
         mcp: list[str] | None = None,
         priority: str | None = None,
         budget: dict[str, Any] | None = None,
+        worktree: WorktreeOption = None,
     ) -> R.Forked:
         """Several children of ``agent`` at once, in one transaction, each with
         its first turn started: one per entry of ``prompts``, or ``count`` of
         them each given ``prompt`` (or no prompt). ``name`` becomes NAME-1,
         NAME-2...; the other settings are fork's, shared by every child.
         ``wait``: answered when every first turn has ended (each child's
-        ``outcome``)."""
+        ``outcome``). ``worktree``: fork's, a worktree for each child (a
+        ``branch`` given is NAME-1, NAME-2... as the names are)."""
         params: dict[str, Any] = {"agent": agent, "prompts": prompts, "count": count}
         params.update({"prompt": prompt, "wait": wait, "model": model, "name": name, "at": at})
         params.update({"cwd": cwd, "policy": policy, "mcp": mcp, "priority": priority})
-        params["budget"] = budget
+        params.update({"budget": budget, "worktree": worktree})
         return await self.call(p.AGENT_FORK, params)
 
     async def agents(self, *, include_dead: bool = False) -> list[R.ListedAgent]:
@@ -221,9 +235,16 @@ class AsyncMethods:
         params: dict[str, Any] = {"agent": agent, "at_boundary": at_boundary}
         return await self.call(p.AGENT_CANCEL, params)
 
-    async def kill(self, agent: str) -> R.Killed:
-        """End the agent and all its descendants (history kept)."""
-        return await self.call(p.AGENT_KILL, {"agent": agent})
+    async def kill(
+        self, agent: str, *, prune_worktree: bool = False, force: bool = False
+    ) -> R.Killed:
+        """End the agent and all its descendants (history kept). ``prune_worktree``:
+        delete its git worktree and branch too; refused (REFUSED, nothing done)
+        when the worktree has uncommitted changes, unless ``force``."""
+        # left out when False: the call a daemon without worktrees knows
+        params: dict[str, Any] = {"agent": agent, "prune_worktree": prune_worktree or None}
+        params["force"] = force or None
+        return await self.call(p.AGENT_KILL, params)
 
     async def set_model(self, agent: str, model: str, *, queue: bool = False) -> R.ModelInfo:
         params: dict[str, Any] = {"agent": agent, "model": model, "queue": queue}
@@ -265,10 +286,15 @@ class AsyncMethods:
         params: dict[str, Any] = {"agent": agent, "name": name}
         return await self.call(p.AGENT_RENAME, params)
 
-    async def remove(self, agent: str, *, purge: bool = False, force: bool = False) -> R.Removed:
+    async def remove(
+        self, agent: str, *, purge: bool = False, force: bool = False, prune_worktree: bool = False
+    ) -> R.Removed:
         """Take an ended agent out of every listing (``purge``: delete its
-        rows too, except those a descendant still reads; ``force``: kill it first)."""
+        rows too, except those a descendant still reads; ``force``: kill it
+        first). ``prune_worktree``: delete its git worktree and branch too;
+        refused when it has uncommitted changes, unless ``force``."""
         params: dict[str, Any] = {"agent": agent, "purge": purge, "force": force}
+        params["prune_worktree"] = prune_worktree or None
         return await self.call(p.AGENT_REMOVE, params)
 
     async def prune(self, *, purge: bool = False, dry_run: bool = False) -> R.Removed:
@@ -424,3 +450,44 @@ class AsyncMethods:
         """Fire the schedule once now, paused or not: the run (fired, or
         skipped with its ``reason``)."""
         return await self.call(p.SCHEDULE_RUN, {"schedule": schedule})
+
+    # ------------------------------------------------------------ git worktrees
+
+    async def worktrees(
+        self, *, include_pruned: bool = False, disk: bool = False
+    ) -> list[R.Worktree]:
+        """The agents' git worktrees (made with ``worktree=``), live and dead
+        agents': branch, base, head, uncommitted files (``dirty``), commits
+        ``ahead`` of the base. ``include_pruned``: the pruned ones too;
+        ``disk``: each one's ``bytes`` (reads every file's size)."""
+        return await self.call(p.WORKTREE_LIST, {"all": include_pruned, "disk": disk})
+
+    async def worktree_diff(self, agent: str, *, stat: bool = False) -> R.WorktreeDiff:
+        """The agent's changes against its worktree's base, committed or not,
+        new files too (``stat``: git diff --stat's summary instead)."""
+        return await self.call(p.WORKTREE_DIFF, {"agent": agent, "stat": stat})
+
+    async def worktree_merge(
+        self,
+        agent: str,
+        *,
+        into: str | None = None,
+        squash: bool = False,
+        message: str | None = None,
+    ) -> R.WorktreeMerged:
+        """Merge the agent's branch into ``into`` (default: the branch of the
+        parent's checkout) in the checkout that has it, which must be clean;
+        ``squash``: as one commit (``message``). A conflict raises RpcError
+        MERGE_CONFLICT (``data["conflicts"]``: the paths) and changes nothing."""
+        params: dict[str, Any] = {"agent": agent, "into": into, "squash": squash}
+        params["message"] = message
+        return await self.call(p.WORKTREE_MERGE, params)
+
+    async def worktree_prune(
+        self, agents: list[str] | None = None, *, force: bool = False, dry_run: bool = False
+    ) -> R.WorktreePruned:
+        """Delete worktrees and their branches: these ``agents``' (live ones
+        too), or every dead agent's. One with uncommitted changes or commits
+        not merged is kept (in ``kept``, with the reason) unless ``force``."""
+        params: dict[str, Any] = {"agents": agents, "force": force, "dry_run": dry_run}
+        return await self.call(p.WORKTREE_PRUNE, params)

@@ -82,6 +82,11 @@ SCHEDULE_REMOVE = "schedule.remove"
 SCHEDULE_PAUSE = "schedule.pause"
 SCHEDULE_RESUME = "schedule.resume"
 SCHEDULE_RUN = "schedule.run"
+# git worktrees of agents made with {worktree} (docs/protocol.md, "Worktrees")
+WORKTREE_LIST = "worktree.list"
+WORKTREE_DIFF = "worktree.diff"
+WORKTREE_MERGE = "worktree.merge"
+WORKTREE_PRUNE = "worktree.prune"
 
 # server -> client notification carrying one agent event
 EVENT = "agent.event"
@@ -105,6 +110,9 @@ LINE_TOO_LONG = -32004
 TURN_FAILED = -32005  # prompt with wait: the turn ended in error (data has the error)
 MCP_FAILED = -32006  # an MCP server could not start or answer (data.server names it)
 SCHEDULE_NOT_FOUND = -32007  # no schedule has that id or name
+# worktree.merge: git stopped on a conflict; the checkout was left as it was
+# (data.conflicts lists the paths, the message is git's own)
+MERGE_CONFLICT = -32008
 
 
 class RpcError(Exception):

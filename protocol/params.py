@@ -64,6 +64,18 @@ class AgentRef(_P, frozen=True):
     agent: Ref
 
 
+# a git branch name or revision: checked by the daemon (agents/worktrees)
+GitRef = Annotated[str, Meta(min_length=1, max_length=250)]
+
+
+class WorktreeAsk(_P, frozen=True):
+    """A git worktree for the new agent (agents/worktrees): on ``branch``
+    (default ikigai/<agent name>) from ``from`` (default: the parent's HEAD)."""
+
+    branch: GitRef | None = None
+    from_: GitRef | None = msgspec.field(default=None, name="from")
+
+
 class Create(_P, frozen=True):
     model: Ref | None = None
     name: Ref | None = None
@@ -75,6 +87,7 @@ class Create(_P, frozen=True):
     mcp: McpNames | None = None  # None: the servers the config marks default
     priority: Priority | None = None  # None: each turn's, by who started it
     budget: BudgetLimits | None = None  # None: config's budget.root (a root agent)
+    worktree: bool | WorktreeAsk = False  # cwd must be in a git repository
 
 
 class ListAgents(_P, frozen=True):
@@ -117,6 +130,9 @@ class Fork(_P, frozen=True):
     mcp: McpNames | None = None  # None: the parent's
     priority: Priority | None = None  # None: the parent's
     budget: BudgetLimits | None = None  # at most what the parent has left
+    # each child in a git worktree of its own; None: as its policy says
+    # (fork_isolation), else none
+    worktree: bool | WorktreeAsk | None = None
 
 
 class SetModel(_P, frozen=True):
@@ -217,7 +233,16 @@ class Rename(_P, frozen=True):
 class Remove(_P, frozen=True):
     agent: Ref
     purge: bool = False  # delete its rows too (those other agents still read are kept)
-    force: bool = False  # a live agent is killed first, with its descendants
+    # a live agent is killed first, with its descendants; with prune_worktree,
+    # its worktree's uncommitted changes are discarded
+    force: bool = False
+    prune_worktree: bool = False  # delete its git worktree and branch too
+
+
+class Kill(_P, frozen=True):
+    agent: Ref
+    prune_worktree: bool = False  # delete its git worktree and branch too
+    force: bool = False  # with prune_worktree: even with uncommitted changes
 
 
 class Prune(_P, frozen=True):
@@ -273,6 +298,30 @@ class ScheduleList(_P, frozen=True):
     all: bool = False  # removed ones too
 
 
+class WorktreeList(_P, frozen=True):
+    all: bool = False  # pruned ones too
+    disk: bool = False  # measure each worktree's disk use (reads every file's size)
+
+
+class WorktreeDiff(_P, frozen=True):
+    agent: Ref
+    stat: bool = False  # a summary (git diff --stat) instead of the patch
+
+
+class WorktreeMerge(_P, frozen=True):
+    agent: Ref
+    into: GitRef | None = None  # default: the branch checked out in the parent's checkout
+    squash: bool = False
+    message: Annotated[str, Meta(max_length=10_000)] | None = None  # of a squash commit
+
+
+class WorktreePrune(_P, frozen=True):
+    # None: every dead agent's worktree; else these agents' (live ones too)
+    agents: Annotated[list[Ref], Meta(max_length=1000)] | None = None
+    force: bool = False  # even with uncommitted changes or unmerged commits
+    dry_run: bool = False
+
+
 PARAMS: dict[str, type[_P]] = {
     p.DAEMON_STATUS: NoParams,
     p.DAEMON_SHUTDOWN: NoParams,
@@ -287,7 +336,7 @@ PARAMS: dict[str, type[_P]] = {
     p.AGENT_SUBSCRIBE: Subscribe,
     p.AGENT_UNSUBSCRIBE: Unsubscribe,
     p.AGENT_CANCEL: Cancel,
-    p.AGENT_KILL: AgentRef,
+    p.AGENT_KILL: Kill,
     p.AGENT_FORK: Fork,
     p.AGENT_SET_MODEL: SetModel,
     p.AGENT_SET_SYSTEM: SetSystem,
@@ -323,6 +372,10 @@ PARAMS: dict[str, type[_P]] = {
     p.SCHEDULE_PAUSE: ScheduleRef,
     p.SCHEDULE_RESUME: ScheduleRef,
     p.SCHEDULE_RUN: ScheduleRef,
+    p.WORKTREE_LIST: WorktreeList,
+    p.WORKTREE_DIFF: WorktreeDiff,
+    p.WORKTREE_MERGE: WorktreeMerge,
+    p.WORKTREE_PRUNE: WorktreePrune,
 }
 
 HistoryOp = Literal["clear", "mark", "rewind"]

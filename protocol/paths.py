@@ -8,6 +8,7 @@ socket and read ``autostart``), and must stay fast.
 - database:     $XDG_DATA_HOME/ikigai/ikigai.db           IKIGAI_HOME/ikigai.db
 - logs:         $XDG_STATE_HOME/ikigai/                   IKIGAI_HOME/logs/
 - socket:       $XDG_RUNTIME_DIR/ikigai/ikigai.sock       IKIGAI_HOME/run/ikigai.sock
+- worktrees:    $XDG_DATA_HOME/ikigai/worktrees/          IKIGAI_HOME/worktrees/
 
 XDG_CONFIG_HOME defaults to ~/.config, XDG_DATA_HOME to ~/.local/share,
 XDG_STATE_HOME to ~/.local/state; without XDG_RUNTIME_DIR the socket folder is
@@ -64,6 +65,8 @@ class Paths:
     socket: Path
     home: Path | None = None  # IKIGAI_HOME when set
     db_url_from_env: bool = False  # db_url came from IKIGAI_DB_URL
+    # where agents' git worktrees are made (agent.fork {worktree})
+    worktrees: Path | None = None
 
     def database_url(self, configured: str | None = None) -> str:
         """The database to use: IKIGAI_DB_URL, else the config's
@@ -112,11 +115,13 @@ def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
         db_file = home / DB_FILE
         log_dir = home / "logs"
         socket = home / "run" / SOCKET_FILE
+        worktrees = home / "worktrees"
     else:
         config_dir = _xdg(env, "XDG_CONFIG_HOME", ".config") / APP
         config_file = config_dir / CONFIG_FILE
         credentials_file = config_dir / CREDENTIALS_FILE
         db_file = _xdg(env, "XDG_DATA_HOME", ".local", "share") / APP / DB_FILE
+        worktrees = db_file.parent / "worktrees"
         log_dir = _xdg(env, "XDG_STATE_HOME", ".local", "state") / APP
         socket = runtime_dir(env) / SOCKET_FILE
     if _get(env, ENV_CONFIG):
@@ -132,6 +137,7 @@ def resolve_paths(env: Mapping[str, str] | None = None) -> Paths:
         socket=socket,
         home=home,
         db_url_from_env=db_env is not None,
+        worktrees=worktrees,
     )
 
 

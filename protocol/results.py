@@ -26,6 +26,12 @@ from protocol.schedule_results import Schedule as Schedule
 from protocol.schedule_results import ScheduleRemoved as ScheduleRemoved
 from protocol.schedule_results import ScheduleRun as ScheduleRun
 from protocol.schedule_results import ScheduleShown as ScheduleShown
+from protocol.worktree_results import Worktree as Worktree
+from protocol.worktree_results import WorktreeBrief as WorktreeBrief
+from protocol.worktree_results import WorktreeDiff as WorktreeDiff
+from protocol.worktree_results import WorktreeKept as WorktreeKept
+from protocol.worktree_results import WorktreeMerged as WorktreeMerged
+from protocol.worktree_results import WorktreePruned as WorktreePruned
 
 AgentState = Literal[
     "idle",
@@ -135,6 +141,7 @@ class AgentInfo(TypedDict):
     # its model calls' place in the provider limiter for every turn; None:
     # each turn's, by who started it (a person: interactive; agents, mail: background)
     priority: str | None
+    worktree: WorktreeBrief | None  # its git worktree (made with {worktree}), else None
 
 
 class UsageBrief(TypedDict):
@@ -307,6 +314,8 @@ class Cancelled(TypedDict):
 
 class Killed(TypedDict):
     killed: list[str]
+    # with prune_worktree: the worktree deleted (its note says a branch kept)
+    worktree: NotRequired[Worktree]
 
 
 class ImageInfo(TypedDict):
@@ -411,6 +420,8 @@ class Removed(TypedDict):
 
     removed: list[str]  # uuids no longer listed (with dry_run: those that would be)
     purged_rows: int  # rows deleted (messages, mail, queued prompts, approvals)
+    # agent.remove with prune_worktree: the worktree deleted (its note says a branch kept)
+    worktree: NotRequired[Worktree]
 
 
 class ExportedAgent(TypedDict):
@@ -575,4 +586,8 @@ RESULTS: dict[str, Any] = {
     "schedule.pause": Schedule,
     "schedule.resume": Schedule,
     "schedule.run": ScheduleRun,
+    "worktree.list": list[Worktree],
+    "worktree.diff": WorktreeDiff,
+    "worktree.merge": WorktreeMerged,
+    "worktree.prune": WorktreePruned,
 }

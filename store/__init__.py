@@ -47,7 +47,9 @@ from ._types import (
     Replayed,
     UsageReport,
     UsageTotals,
+    WorktreeSpec,
 )
+from ._worktrees import WorktreeRecord
 
 __all__ = [
     "KINDS",
@@ -93,6 +95,8 @@ __all__ = [
     "StoredRow",
     "UsageReport",
     "UsageTotals",
+    "WorktreeRecord",
+    "WorktreeSpec",
     "check_budget",
     "data_dir",
     "default_url",

@@ -34,6 +34,7 @@ from ._schema import (
     prompt_queue,
     schedule_runs,
     schedules,
+    worktrees,
 )
 from ._types import AgentRecord
 
@@ -187,7 +188,12 @@ class AdminMixin(ListingMixin):  # a purge tells the listing's kept values
         )
         left = conn.execute(sa.select(m.id).where(m.agent_uuid == uuid).limit(1)).first()
         child = conn.execute(sa.select(a.uuid).where(a.parent_uuid == uuid).limit(1)).first()
-        if left is None and child is None:
+        tree = conn.execute(
+            sa.select(worktrees.c.pruned_at).where(worktrees.c.agent_uuid == uuid)
+        ).first()
+        if left is None and child is None and (tree is None or tree.pruned_at is not None):
+            # (a worktree not pruned keeps the row: `ikictl worktrees` still lists it)
+            conn.execute(worktrees.delete().where(worktrees.c.agent_uuid == uuid))
             # mail it sent stays with its recipients, as from no agent
             conn.execute(mail.update().where(mail.c.from_uuid == uuid).values(from_uuid=None))
             conn.execute(budgets.delete().where(budgets.c.agent_uuid == uuid))

@@ -28,7 +28,7 @@ from ._rows import (
 )
 from ._schema import agents, messages
 from ._turns import drop_pending
-from ._types import AgentRecord, AgentRef, ForkChild, MessageRecord
+from ._types import AgentRecord, AgentRef, ForkChild, MessageRecord, WorktreeSpec
 
 _INSERT_RETURNING = messages.insert().returning(messages.c.id, sort_by_parameter_order=True)
 _MARK_OPEN = (
@@ -59,6 +59,8 @@ class AgentsMixin(StoreBase):
         mcp: str | None = None,
         priority: str | None = None,
         budget: Any = None,
+        uuid: str | None = None,
+        worktree: WorktreeSpec | None = None,
     ) -> AgentRecord:
         """A new running agent with an empty history. ``parent_uuid`` places it
         in the tree (a spawned child) without inheriting history; see fork().
@@ -71,6 +73,7 @@ class AgentsMixin(StoreBase):
                 self._agent_row(conn, parent_uuid)
             record = self._insert_agent(
                 conn,
+                uuid=uuid,
                 name=name,
                 parent_uuid=parent_uuid,
                 fork_message_id=None,
@@ -85,6 +88,8 @@ class AgentsMixin(StoreBase):
             )
             if budget is not None:  # a store.Budget, checked and written in this transaction
                 self._put_budget(conn, record.uuid, budget)
+            if worktree is not None:
+                self._put_worktrees(conn, [(record.uuid, worktree)], record.created_at)
             if system_prompt:
                 self._insert(conn, record.uuid, [Prepared("system", system_prompt)])
         self._ranges[record.uuid] = ((record.uuid, None),)
@@ -92,6 +97,12 @@ class AgentsMixin(StoreBase):
 
     def _put_budget(self, conn: sa.Connection, agent_uuid: str, budget: Any) -> None:
         """Check and write a budget (store/_budgets.py, which the Store puts first)."""
+        raise NotImplementedError
+
+    def _put_worktrees(
+        self, conn: sa.Connection, trees: list[tuple[str, WorktreeSpec]], created: datetime
+    ) -> None:
+        """Write worktree rows (store/_worktrees.py, which the Store puts first)."""
         raise NotImplementedError
 
     def get_agent(self, uuid: str) -> AgentRecord:
@@ -178,6 +189,18 @@ class AgentsMixin(StoreBase):
         too): what short ids are judged against, without the rest of the rows."""
         with self._read() as conn:
             return [AgentRef(r[0], r[1], r[2] != "dead") for r in conn.execute(_REFS)]
+
+    def agent_names(self, uuids: Sequence[str]) -> dict[str, str]:
+        """The names of these agents (dead and removed ones too), by uuid."""
+        ordered = sorted(set(uuids))
+        out: dict[str, str] = {}
+        with self._read() as conn:
+            for i in range(0, len(ordered), 500):  # within every engine's bound on parameters
+                q = sa.select(agents.c.uuid, agents.c.name).where(
+                    agents.c.uuid.in_(ordered[i : i + 500])
+                )
+                out.update((str(u), str(n)) for u, n in conn.execute(q))
+        return out
 
     def descendants(self, uuid: str, *, include_dead: bool = False) -> list[AgentRecord]:
         """Every agent below ``uuid`` in the tree (not itself), oldest first —
@@ -286,43 +309,17 @@ class AgentsMixin(StoreBase):
         return record
 
     def fork_many(
-        self,
-        parent_uuid: str,
-        children: Sequence[ForkChild],
-        *,
-        at_message_id: int | None = None,
-        provider: str | None = None,
-        model: str | None = None,
-        thinking_level: str | None = None,
-        system_prompt: str | None = None,
-        cwd: str | None = None,
-        policy: str | None = None,
-        mcp: str | None = None,
-        priority: str | None = None,
-        budget: Any = None,
+        self, parent_uuid: str, children: Sequence[ForkChild], **settings: Any
     ) -> list[tuple[AgentRecord, MessageRecord | None]]:
         """Several forks of one parent at one point (see fork), in one
         transaction: all or none. A child with a ``prompt`` (a user Message)
         gets its first turn started in the same transaction (its user row and
         the open-turn mark, as Store.start_turn writes them), so a fan-out of
         N children with their first prompts is one commit. Returns each
-        child's record and its first turn's user row (None without a prompt)."""
+        child's record and its first turn's user row (None without a prompt).
+        ``settings``: _fork_in's (the fork point, the model, cwd, policy...)."""
         with self._write() as conn:
-            out, at, ranges = self._fork_in(
-                conn,
-                parent_uuid,
-                children,
-                at_message_id=at_message_id,
-                provider=provider,
-                model=model,
-                thinking_level=thinking_level,
-                system_prompt=system_prompt,
-                cwd=cwd,
-                policy=policy,
-                mcp=mcp,
-                priority=priority,
-                budget=budget,
-            )
+            out, at, ranges = self._fork_in(conn, parent_uuid, children, **settings)
         self._forked(out, at, ranges)
         return out
 
@@ -372,7 +369,7 @@ class AgentsMixin(StoreBase):
             _check_fork_point(conn, ranges, at, parent)
         # every statement once for the whole batch: a fan-out of a thousand
         # costs a few statements, not five thousand
-        uuids = [uuid7() for _ in children]
+        uuids = [c.uuid or uuid7() for c in children]
         names = _names(conn, parent, uuids, [c.name for c in children])
         created = now()
         shared = {
@@ -392,7 +389,10 @@ class AgentsMixin(StoreBase):
             "mcp": mcp if mcp is not None else parent.mcp,
             "priority": priority if priority is not None else parent.priority,
         }
-        rows = [{"uuid": u, "name": n, **shared} for u, n in zip(uuids, names, strict=True)]
+        rows = [
+            {"uuid": u, "name": n, **shared} | ({} if c.cwd is None else {"cwd": c.cwd})
+            for u, n, c in zip(uuids, names, children, strict=True)
+        ]
         try:
             conn.execute(agents.insert(), rows)
         except exc.IntegrityError as e:  # a concurrent create took a name
@@ -406,6 +406,9 @@ class AgentsMixin(StoreBase):
         if budget is not None:  # a store.Budget: no more than the parent has left
             for uuid in uuids:
                 self._put_budget(conn, uuid, budget)
+        trees = [(u, c.worktree) for u, c in zip(uuids, children, strict=True) if c.worktree]
+        if trees:
+            self._put_worktrees(conn, trees, created)
         firsts = _first_turns(self, conn, uuids, prepared, created)
         out = [(AgentRecord(**row), firsts.get(row["uuid"])) for row in rows]
         return out, at, ranges

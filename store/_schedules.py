@@ -173,17 +173,19 @@ class SchedulesMixin(StoreBase):
         with self._read() as conn:
             return [_run(r) for r in conn.execute(q)]
 
-    def schedule_stats(self) -> dict[int, ScheduleStats]:
-        """Runs fired and skipped, and the last run, of every schedule that has run."""
+    def schedule_stats(self, schedule_id: int | None = None) -> dict[int, ScheduleStats]:
+        """Runs fired and skipped, and the last run, of every schedule that has
+        run (or of that one)."""
+        mine = [] if schedule_id is None else [_r.schedule_id == schedule_id]
         with self._read() as conn:
             counts: dict[int, dict[str, int]] = {}
             for sid, status, n in conn.execute(
-                sa.select(_r.schedule_id, _r.status, sa.func.count()).group_by(
-                    _r.schedule_id, _r.status
-                )
+                sa.select(_r.schedule_id, _r.status, sa.func.count())
+                .where(*mine)
+                .group_by(_r.schedule_id, _r.status)
             ):
                 counts.setdefault(sid, {})[status] = n
-            last_ids = sa.select(sa.func.max(_r.id)).group_by(_r.schedule_id)
+            last_ids = sa.select(sa.func.max(_r.id)).where(*mine).group_by(_r.schedule_id)
             lasts = {
                 r.schedule_id: _run(r)
                 for r in conn.execute(sa.select(schedule_runs).where(_r.id.in_(last_ids)))
@@ -194,6 +196,26 @@ class SchedulesMixin(StoreBase):
             )
             for sid, c in counts.items()
         }
+
+    def live_run_agents(self, schedule_id: int, *, skip: int = 0) -> list[str]:
+        """The live agents that ran this schedule's fired runs, newest run
+        first, leaving out the ``skip`` newest runs (dead agents' included):
+        what keep prunes, without reading the runs of forks long dead."""
+        newest = (
+            sa.select(_r.id, _r.agent_uuid)
+            .where(_r.schedule_id == schedule_id, _r.status == "fired", _r.agent_uuid.is_not(None))
+            .order_by(_r.id.desc())
+            .offset(skip)
+            .subquery()
+        )
+        q = (
+            sa.select(newest.c.agent_uuid)
+            .join(agents, agents.c.uuid == newest.c.agent_uuid)
+            .where(agents.c.status != "dead")
+            .order_by(newest.c.id.desc())
+        )
+        with self._read() as conn:
+            return [str(u) for u in conn.execute(q).scalars()]
 
     def set_schedule(
         self,
@@ -245,12 +267,15 @@ class SchedulesMixin(StoreBase):
         turn: str,
         fork_settings: dict[str, Any] | None = None,
         reason: str | None = None,
+        fork_child: ForkChild | None = None,
     ) -> Fired | None:
         """Fire one due time (see the module doc): its run row, the prompt
         queued for the target (turn id ``turn``), or with ``fork_settings``
         (Store.fork_many's keywords) a fork with its first turn started, and
         the next due time (``...``: left as it is, for schedule.run); one
-        transaction. None if that due time was already claimed."""
+        transaction. None if that due time was already claimed.
+        ``fork_child``: the fork's id, cwd and worktree, chosen before (a
+        worktree is made before its agent's rows)."""
         forked: tuple[Any, Any, Any] | None = None
         with self._write() as conn:
             sched = conn.execute(sa.select(schedules).where(_s.id == schedule_id)).first()
@@ -289,7 +314,16 @@ class SchedulesMixin(StoreBase):
                 forked = self._fork_in(  # type: ignore[attr-defined]
                     conn,
                     sched.agent_uuid,
-                    [ForkChild(name=name, prompt=prompt, meta=meta)],
+                    [
+                        ForkChild(
+                            name=name,
+                            prompt=prompt,
+                            meta=meta,
+                            uuid=fork_child.uuid if fork_child else None,
+                            cwd=fork_child.cwd if fork_child else None,
+                            worktree=fork_child.worktree if fork_child else None,
+                        )
+                    ],
                     **(fork_settings or {}),
                 )
                 [(child, first)] = forked[0]

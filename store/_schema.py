@@ -221,6 +221,23 @@ schedule_runs = sa.Table(
     sqlite_autoincrement=True,
 )
 
+# The git worktree an agent was made in (agent.fork/create {worktree}): the
+# folder is its cwd. The row outlives the agent until the worktree is pruned
+# (pruned_at), so dead agents' worktrees are found again after a restart.
+worktrees = sa.Table(
+    "worktrees",
+    metadata,
+    sa.Column(
+        "agent_uuid", sa.String(AGENT_ID_LEN), sa.ForeignKey("agents.uuid"), primary_key=True
+    ),
+    sa.Column("path", sa.Text(), nullable=False),
+    sa.Column("branch", sa.Text(), nullable=False),
+    sa.Column("base", sa.String(64), nullable=False),  # the commit it started from
+    sa.Column("repo", sa.Text(), nullable=False),  # the checkout it was made from
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("pruned_at", UTCDateTime(), nullable=True),
+)
+
 # Every tool-permission approval asked; a pending one (decided_at NULL)
 # survives a restart and is asked again.
 approvals = sa.Table(

@@ -29,11 +29,13 @@ from ._schedules import SchedulesMixin
 from ._transfer import TransferMixin
 from ._turns import TurnsMixin
 from ._usage import UsageMixin
+from ._worktrees import WorktreesMixin
 
 
 class Store(
     TransferMixin,  # first: it builds on AgentsMixin
     BudgetsMixin,  # before AgentsMixin: create_agent and fork write budgets through it
+    WorktreesMixin,  # before AgentsMixin: create_agent and fork write worktree rows through it
     AgentsMixin,
     MessagesMixin,
     MailMixin,

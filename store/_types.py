@@ -95,6 +95,16 @@ class AgentRef(NamedTuple):
     alive: bool
 
 
+class WorktreeSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A git worktree made for an agent (agents/worktrees): its folder is the
+    agent's cwd."""
+
+    path: str
+    branch: str
+    base: str  # the commit it started from
+    repo: str  # the checkout it was made from: where merges land
+
+
 class ForkChild(msgspec.Struct, frozen=True, kw_only=True):
     """One child of Store.fork_many: its name (None: the parent's, suffixed)
     and its first prompt (a user Message), if any."""
@@ -103,6 +113,11 @@ class ForkChild(msgspec.Struct, frozen=True, kw_only=True):
     prompt: Message | None = None
     # what the first turn's user row carries beside its turn id
     meta: dict[str, Any] | None = None
+    # chosen before the transaction (a worktree is named after its agent):
+    # its id, its own cwd and its worktree's row
+    uuid: str | None = None
+    cwd: str | None = None
+    worktree: WorktreeSpec | None = None
 
 
 class QueuedPrompt(msgspec.Struct, frozen=True, kw_only=True):

@@ -181,6 +181,7 @@ def _family(method: str) -> str:
         "providers": "daemon",
         "fleet": "fleet",
         "schedule": "schedules",
+        "worktree": "worktrees",
     }[prefix]
 
 

@@ -267,6 +267,12 @@ class Permissions:
         and network only when every policy grants it."""
         return _strictest_sandbox(self.chain(names))
 
+    def fork_isolation(self, names: Sequence[str] | None) -> str:
+        """ "worktree" when any policy of the chain requires forks to work in
+        a worktree (the strictest decides, as for everything else)."""
+        chain = self.chain(names)
+        return "worktree" if any(p.fork_isolation == "worktree" for p in chain) else "none"
+
     def is_yolo(self, names: Sequence[str] | None) -> bool:
         """Does the chain allow everything (shown loudly): every policy of it
         is a yolo one, since any other narrows it."""

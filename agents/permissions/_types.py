@@ -49,6 +49,8 @@ class Policy:
     sandbox: Sandbox = "workdir"  # how bash and external tools run
     network: bool = False  # may sandboxed processes reach the network
     yolo: bool = False  # "allow everything": explicit, and shown by ls/show
+    # "worktree": forks of an agent whose cwd is a repository get a worktree
+    fork_isolation: str = "none"
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import structlog
 import trio
 
-from store import Budget, Fired, ScheduleRecord, ScheduleRunRecord, StoreError
+from store import Budget, Fired, ForkChild, ScheduleRecord, ScheduleRunRecord, StoreError
 
+from .._forks import isolation
+from .._isolate import prepare, undo
+from ..errors import AgentError
 from .rules import MAX_CATCH_UP, Rule, due_times
 
 log = structlog.get_logger("ikigai.schedules")
@@ -197,12 +201,15 @@ class Scheduler:
         actor = self.sup.actors[rec.agent_uuid]
         turn = actor.new_turn_id()
         settings: dict[str, Any] | None = None
-        if rec.fork:
-            settings = {"priority": None}
-            if rec.budget_usd is not None:
-                settings["budget"] = Budget(max_cost_usd=rec.budget_usd)
+        planned: list[Any] = []
         db = self.sup.db
         try:
+            if rec.fork:
+                settings = {"priority": None}
+                if rec.budget_usd is not None:
+                    settings["budget"] = Budget(max_cost_usd=rec.budget_usd)
+                # a policy's fork_isolation holds for a schedule's forks too
+                planned = await self._isolated(rec, actor)
             fired: Fired | None = await db.call(
                 db.store.fire_schedule,
                 rec.id,
@@ -211,21 +218,29 @@ class Scheduler:
                 turn=turn,
                 fork_settings=settings,
                 reason=reason,
+                fork_child=_child_of(planned),
             )
-        except StoreError as e:  # a budget refused, a name... : skipped, saying why
+        except (StoreError, AgentError) as e:  # a budget refused, a name... : skipped, saying why
+            await undo(planned)
             if next_due is ...:
-                raise
+                raise StoreError(str(e)) from None
             await self._skip(rec, due, f"could not fire: {e}", next_due)
             return None
+        except BaseException:
+            await undo(planned)
+            raise
         if next_due is not ...:
             self._advance(rec, next_due)
         if fired is None:
+            await undo(planned)
             log.info("due time fired elsewhere", schedule=rec.id, due=due.isoformat())
             return None
         run = fired.run
         if fired.queued is not None:
             actor.restore_prompt(fired.queued.turn, fired.queued.text, fired.queued.id)
         elif fired.fork is not None and fired.first is not None:
+            if planned:
+                self.sup.note_worktree(fired.fork.uuid, planned[0].spec)
             child = self.sup._adopt(fired.fork)
             child.begin_stored(str(run.turn), rec.prompt, fired.first.id, priority="background")
             self.sup._pulse()
@@ -245,6 +260,16 @@ class Scheduler:
         if rec.fork and rec.keep is not None:
             await self._prune(rec)
         return run
+
+    async def _isolated(self, rec: ScheduleRecord, actor: Any) -> list[Any]:
+        """The worktree of a fork run, when the agent's policy requires one
+        (fork_isolation) and its folder is in a repository; else none."""
+        where = str(actor.cwd)
+        wish = await isolation(self.sup, None, actor.policy, where)
+        if wish is None:
+            return []
+        label = rec.name or f"sched{rec.id}"
+        return await prepare(self.sup, where, [None], wish, parent_name=label)
 
     async def _skip(
         self, rec: ScheduleRecord, due: datetime, reason: str, next_due: datetime | None
@@ -267,8 +292,6 @@ class Scheduler:
         )
 
     def _advance(self, rec: ScheduleRecord, next_due: datetime | None) -> None:
-        import msgspec
-
         current = self._active.get(rec.id, rec)
         self._keep(msgspec.structs.replace(current, next_due=next_due))
 
@@ -284,11 +307,9 @@ class Scheduler:
         """Kill all but the ``keep`` newest forks of a fork schedule whose
         turns have ended (a running one is left for the next prune)."""
         db = self.sup.db
-        runs = await db.call(db.store.schedule_runs, rec.id, limit=1000)
-        forks = [r for r in runs if r.status == "fired" and r.agent_uuid is not None]
         assert rec.keep is not None
-        for old in forks[rec.keep :]:
-            actor = self.sup.actors.get(str(old.agent_uuid))
+        for old in await db.call(db.store.live_run_agents, rec.id, skip=rec.keep):
+            actor = self.sup.actors.get(old)
             if actor is None or actor.busy:
                 continue
             await self.sup.kill(actor.uuid, reason=f"pruned by schedule {rec.id} (keep {rec.keep})")
@@ -311,6 +332,13 @@ class Scheduler:
 def _missed(n: int, first: datetime) -> str:
     times = "1 due time" if n == 1 else f"{n} due times"
     return f"missed while the daemon was down: {times} from {_stamp(first)}"
+
+
+def _child_of(planned: list[Any]) -> ForkChild | None:
+    if not planned:
+        return None
+    plan = planned[0]
+    return ForkChild(uuid=plan.uuid, cwd=plan.spec.path, worktree=plan.spec)
 
 
 def _stamp(when: datetime) -> str:

@@ -39,6 +39,9 @@ async def _fork(args: dict[str, Any], ctx: ToolContext, ops: AgentOps) -> ToolOu
     limits = {k: args[k] for k in ("max_cost_usd", "max_tokens", "max_turns") if k in args}
     # only when asked: the ops of older callers take no budget
     extra: dict[str, Any] = {"budget": limits} if limits else {}
+    if "worktree" in args:  # else as the policy says (fork_isolation)
+        extra["worktree"] = bool(args["worktree"])
+    isolated = " in a git worktree and branch of its own" if args.get("worktree") else ""
     if ("prompt" in args) == ("prompts" in args):
         return ToolOutput(
             "give either 'prompt' (one child) or 'prompts' (one child each)", is_error=True
@@ -48,7 +51,8 @@ async def _fork(args: dict[str, Any], ctx: ToolContext, ops: AgentOps) -> ToolOu
             ctx.agent_uuid, list(args["prompts"]), model=args.get("model"), name=name, **extra
         )
         return ToolOutput(
-            f"forked {plural(len(children), 'agent')}, each working on its prompt, in order: "
+            f"forked {plural(len(children), 'agent')}, each working on its prompt{isolated}, "
+            "in order: "
             f"{', '.join(children)}. Use wait to get their replies."
         )
     child = await ops.fork(
@@ -56,7 +60,7 @@ async def _fork(args: dict[str, Any], ctx: ToolContext, ops: AgentOps) -> ToolOu
     )
     called = f" ({name})" if name else ""
     return ToolOutput(
-        f"forked agent {child}{called}; it is working on the prompt. "
+        f"forked agent {child}{called}; it is working on the prompt{isolated}. "
         "Use wait to get its reply, send to tell it more, kill to stop it."
     )
 
@@ -153,6 +157,15 @@ def agent_tools(*, wait_max: float = 1800.0) -> list[ToolSpec]:
                         "type": "integer",
                         "minimum": 1,
                         "description": "A limit on the child's turns.",
+                    },
+                    "worktree": {
+                        "type": "boolean",
+                        "description": (
+                            "When your working directory is in a git repository: give each "
+                            "child a git worktree and branch of its own (ikigai/<its name>, "
+                            "from your HEAD), so that children editing files in parallel "
+                            "cannot clobber each other or you. Default: as your policy says."
+                        ),
                     },
                 },
                 "additionalProperties": False,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from providers.types import ImageBlock
 
 from ._env import ToolEnv
-from ._guard import Guard
+from ._guard import Guard, Protected
 
 if TYPE_CHECKING:  # at run time: the permissions package may import tools' names
     from agents.permissions._types import Sandbox
@@ -45,10 +45,12 @@ class AgentOps(Protocol):
         model: str | None,
         name: str | None,
         budget: dict[str, Any] | None = None,
+        worktree: bool | None = None,
     ) -> str:
         """Fork ``parent`` at its last completed message; start ``prompt`` at
         once. Returns the child uuid. ``budget``: max_cost_usd, max_tokens,
-        max_turns (never more than the parent has left)."""
+        max_turns (never more than the parent has left). ``worktree``: the
+        child in a git worktree of its own (None: as the policy says)."""
         ...
 
     async def fork_many(
@@ -59,6 +61,7 @@ class AgentOps(Protocol):
         model: str | None,
         name: str | None,
         budget: dict[str, Any] | None = None,
+        worktree: bool | None = None,
     ) -> list[str]:
         """One child per prompt, as fork makes one, in one transaction (names
         NAME-1, NAME-2...). Returns the children's uuids in order."""
@@ -102,6 +105,10 @@ class ToolContext:
     # How bash and external tools are confined (see _sandbox), from the policy.
     sandbox: Sandbox = "none"
     network: bool = False
+    # the daemon's worktrees folder: an agent whose cwd is a worktree there
+    # may also write the git folders a commit needs (_gitmounts.py)
+    worktrees: Path | None = None
+    worktree_branch: str | None = None  # its worktree's branch, from the daemon's record
     # the id of the call being run (the registry sets it per call), and where
     # a long tool reports progress: (call_id, progress, total, message)
     call_id: str = ""
@@ -115,6 +122,17 @@ class ToolContext:
     @property
     def files(self) -> Guard:
         return self.guard if self.guard is not None else Guard()
+
+    @property
+    def writable_files(self) -> Guard:
+        """``files``, and for an agent in a worktree the worktree's ``.git``
+        file: rewritten, it would point the daemon's own git commands at a
+        repository (and a config) the agent made. Its sandbox pins it too."""
+        guard = self.files
+        if self.worktrees is None or not self.cwd.is_relative_to(self.worktrees):
+            return guard
+        pinned = Protected(self.cwd / ".git", "tells git where this worktree's repository is")
+        return Guard([*guard.files, pinned])
 
 
 Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutput]]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ._api import ToolContext, ToolOutput, ToolSpec
-from ._process import KILL_GRACE, run_captured
+from ._process import KILL_GRACE, Completed, run_captured
 from ._sandbox import confine
 from ._text import seconds
 
@@ -16,6 +16,21 @@ __all__ = ["bash_tool"]
 
 def _is_dir(path: Path) -> bool:
     return path.is_dir()
+
+
+# A sandbox whose mounts raced a file being replaced (a worktree agent's
+# pinned refs, renamed by a sibling's git at that moment) fails before the
+# command starts: it is set up again, the command never ran twice.
+SETUP_TRIES = 3
+
+
+def _setup_failed(done: Completed) -> bool:
+    """bwrap failed to bind a pinned ref (exit 1, its own message first,
+    naming the ref): nothing ran."""
+    if done.returncode != 1:
+        return False
+    first = done.stdout.text().partition("\n")[0]
+    return first.startswith("bwrap: Can't") and "/refs/heads/" in first
 
 
 def bash_tool(*, timeout: float = 120.0, max_output: int = 64 * 1024) -> ToolSpec:
@@ -30,15 +45,21 @@ def bash_tool(*, timeout: float = 120.0, max_output: int = 64 * 1024) -> ToolSpe
         wanted = args.get("timeout")
         limit_s = timeout if wanted is None else min(float(wanted), timeout)
         env = ctx.process_env("bash")
-        argv = await confine(["bash", "-c", command], ctx)
-        if isinstance(argv, ToolOutput):
-            return argv
-        try:
-            done = await run_captured(argv, cwd=ctx.cwd, env=env, limit=limit, time_limit=limit_s)
-        except FileNotFoundError:
-            if not _is_dir(ctx.cwd):
-                return ToolOutput(f"the working folder {ctx.cwd} does not exist", is_error=True)
-            raise
+        for attempt in range(SETUP_TRIES):
+            argv = await confine(["bash", "-c", command], ctx)
+            if isinstance(argv, ToolOutput):
+                return argv
+            try:
+                done = await run_captured(
+                    argv, cwd=ctx.cwd, env=env, limit=limit, time_limit=limit_s
+                )
+            except FileNotFoundError:
+                if not _is_dir(ctx.cwd):
+                    return ToolOutput(f"the working folder {ctx.cwd} does not exist", is_error=True)
+                raise
+            raced = ctx.worktree_branch is not None and _setup_failed(done)
+            if not raced or attempt == SETUP_TRIES - 1:
+                break
         text = done.stdout.text()
         if text.endswith("\n"):
             text = text[:-1]

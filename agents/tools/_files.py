@@ -140,7 +140,7 @@ def file_write_tool() -> ToolSpec:
         path = resolve(ctx, args["path"])
         data = args["content"].encode("utf-8")
         shown = show(ctx, path)
-        guard = ctx.files
+        guard = ctx.writable_files
 
         def write() -> bool:
             guard.check(path, shown, "write")
@@ -211,7 +211,7 @@ def file_edit_tool() -> ToolSpec:
         shown = show(ctx, path)
         if old == new:
             raise ToolFailure("old_string and new_string are the same; nothing to change")
-        guard = ctx.files
+        guard = ctx.writable_files
         count = await in_thread_to_end(
             lambda: _edit(guard.look(), path, shown, old, new, replace_all)
         )

@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from ._api import ToolContext, ToolOutput
+from ._gitmounts import GitMounts, git_mounts, objects_root
 
 if TYPE_CHECKING:  # at run time: the permissions package may import tools' names
     from agents.permissions._types import Sandbox
@@ -220,10 +221,12 @@ def wrap(
     network: bool,
     hide: Iterable[Path] = (),
     expose: Iterable[Path] = (),
+    git: GitMounts | None = None,
 ) -> list[str]:
     """``argv`` run in a sandbox of ``mode`` (``none``: ``argv`` unchanged).
 
-    ``cwd`` is the only place the command may write. ``hide``: files and
+    ``cwd`` is the only place the command may write, with the git folders
+    ``git`` names for an agent in a worktree (_gitmounts.py). ``hide``: files and
     folders made unreadable (a folder gets an empty tmpfs, a file /dev/null).
     ``expose``: folders bound back read-only after the hiding; for a file,
     its folder and its link target's (an external tool's own folder). A
@@ -260,13 +263,24 @@ def wrap(
             if os.path.isdir(real) and real not in mounts:
                 mounts[real] = True
     mounts[work] = True
+    writable = {work}
+    if git is not None:
+        for place in git.expose:
+            mounts.setdefault(place, True)
+        for place in git.writable:
+            mounts[place] = True
+            writable.add(place)
     for place, bind in sorted(mounts.items(), key=_depth_first):
         if bind:
-            args += ["--bind" if place == work else "--ro-bind", place, place]
+            args += ["--bind" if place in writable else "--ro-bind", place, place]
         elif place != "/" and os.path.isdir(place):
             args += ["--tmpfs", place]
     for file in files:  # last: nothing bound above may show them again
         args += ["--ro-bind", "/dev/null", file]
+    for file in git.pinned if git is not None else ():
+        args += ["--ro-bind", file, file]
+    for name, value in git.env.items() if git is not None else ():
+        args += ["--setenv", name, value]
     args += ["--chdir", work, "--", *argv]
     return args
 
@@ -288,8 +302,19 @@ async def confine(
     for protected in ctx.files.files:
         hide += [protected.path, protected.path.parent]
     # wrap looks at the filesystem (links, folders): not on the event loop
-    return await trio.to_thread.run_sync(
-        partial(
-            wrap, argv, cwd=ctx.cwd, mode=ctx.sandbox, network=ctx.network, hide=hide, expose=expose
-        )
+    return await trio.to_thread.run_sync(partial(_wrapped, argv, ctx, hide, expose))
+
+
+def _wrapped(
+    argv: Sequence[str], ctx: ToolContext, hide: list[Path], expose: Iterable[Path]
+) -> list[str]:
+    shared = objects_root(ctx.worktrees)  # agents' commits, seen from any checkout
+    return wrap(
+        argv,
+        cwd=ctx.cwd,
+        mode=ctx.sandbox,
+        network=ctx.network,
+        hide=hide,
+        expose=[*expose, *([Path(shared)] if shared else [])],
+        git=git_mounts(ctx.cwd, ctx.worktrees, ctx.worktree_branch),
     )

@@ -18,6 +18,7 @@ _ikictl() {
       return ;;
     --model|-m|--name|-n|--system|-s|--at|--from|--limit|--before|--lines|--wait) return ;;
     --cron|--every|--in|--tz|--keep|--budget) return ;;  # schedule add's values: typed
+    --branch|--into|--message) return ;;  # a worktree's branch, merge's target, a commit message
     --missed) COMPREPLY=($(compgen -W "skip once all" -- "$cur")); return ;;
     --overlap) COMPREPLY=($(compgen -W "skip queue" -- "$cur")); return ;;
     --mcp)  # NAMES is a comma-separated list: complete its last name
@@ -26,24 +27,24 @@ _ikictl() {
       return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "new send watch fork model system priority budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact schedule mail models status daemon keys chat approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "new send watch fork model system priority budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact diff merge worktrees schedule mail models status daemon keys chat approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
     return
   fi
   case "$cmd" in
-    new) opts="-h --help --json --no-autostart --socket --model -m --name -n --system -s --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --no-thinking --no-wait --verbose -v --quiet -q"; agents=0; files=0; choices="" ;;
+    new) opts="-h --help --json --no-autostart --socket --model -m --name -n --system -s --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --worktree --branch --from --no-thinking --no-wait --verbose -v --quiet -q"; agents=0; files=0; choices="" ;;
     send) opts="-h --help --json --no-autostart --socket --continue -c --no-thinking --no-wait --verbose -v"; agents=1; files=0; choices="" ;;
     watch) opts="-h --help --json --no-autostart --socket --from --until-idle --no-thinking"; agents=1; files=0; choices="" ;;
-    fork) opts="-h --help --json --no-autostart --socket --model -m --at --name -n --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --count --prompts --no-thinking --no-wait --verbose -v --quiet -q"; agents=1; files=0; choices="" ;;
+    fork) opts="-h --help --json --no-autostart --socket --model -m --at --name -n --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --worktree --branch --from --count --prompts --no-thinking --no-wait --verbose -v --quiet -q"; agents=1; files=0; choices="" ;;
     model) opts="-h --help --json --no-autostart --socket --queue"; agents=1; files=0; choices="" ;;
     system) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
     priority) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
     budget) opts="-h --help --json --no-autostart --socket --max-tokens --max-turns --allow-unpriced --clear"; agents=1; files=0; choices="" ;;
     top) opts="-h --help --json --no-autostart --socket --interval -i --count -n"; agents=0; files=0; choices="" ;;
     cancel) opts="-h --help --json --no-autostart --socket --at-boundary"; agents=1; files=0; choices="" ;;
-    kill) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
+    kill) opts="-h --help --json --no-autostart --socket --prune-worktree --force -f"; agents=1; files=0; choices="" ;;
     rename) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
-    rm) opts="-h --help --json --no-autostart --socket --purge --force -f --quiet -q"; agents=1; files=0; choices="" ;;
-    prune) opts="-h --help --json --no-autostart --socket --purge --dry-run --yes -y --quiet -q"; agents=0; files=0; choices="" ;;
+    rm) opts="-h --help --json --no-autostart --socket --purge --force -f --prune-worktree --quiet -q"; agents=1; files=0; choices="" ;;
+    prune) opts="-h --help --json --no-autostart --socket --purge --worktrees --force -f --dry-run --yes -y --quiet -q"; agents=0; files=0; choices="" ;;
     ls) opts="-h --help --json --no-autostart --socket --all -a --quiet -q --format"; agents=0; files=0; choices="" ;;
     show) opts="-h --help --json --no-autostart --socket --format"; agents=1; files=0; choices="" ;;
     history) opts="-h --help --json --no-autostart --socket --limit -n --before --full --tools --signatures"; agents=1; files=0; choices="" ;;
@@ -54,6 +55,9 @@ _ikictl() {
     mark) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
     rewind) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
     compact) opts="-h --help --json --no-autostart --socket --keep"; agents=1; files=0; choices="" ;;
+    diff) opts="-h --help --json --no-autostart --socket --stat"; agents=1; files=0; choices="" ;;
+    merge) opts="-h --help --json --no-autostart --socket --into --squash --message -m"; agents=1; files=0; choices="" ;;
+    worktrees) opts="-h --help --json --no-autostart --socket --all -a --disk"; agents=0; files=0; choices="" ;;
     schedule)
       if [[ -z $sub ]]; then
         COMPREPLY=($(compgen -W "add ls show rm pause resume run -h --help --json --no-autostart --socket" -- "$cur")); return

@@ -32,6 +32,9 @@ class PolicyConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     sandbox: Literal["none", "workdir", "strict"] = "workdir"
     network: bool = False
     yolo: bool = False  # allow everything: no rules, shown loudly by ls/show
+    # "worktree": every fork of an agent under this policy whose cwd is in a
+    # git repository gets a worktree of its own (agent.fork {worktree})
+    fork_isolation: Literal["none", "worktree"] = "none"
 
 
 _POLICY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -93,6 +96,7 @@ def build_permissions(
                 sandbox=pc.sandbox,
                 network=pc.network,
                 yolo=pc.yolo,
+                fork_isolation=pc.fork_isolation,
             )
             for name, pc in policies.items()
         ],

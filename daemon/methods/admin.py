@@ -62,16 +62,30 @@ class AdminApi:
         host = self.host
         record = await host._record(params.agent)
         doomed = [record.uuid]
-        if host.sup.actor_of(record.uuid) is not None:
-            if not params.force:
-                raise p.RpcError(
-                    p.REFUSED,
-                    f"agent {record.name} ({record.uuid}) is running: kill it first, "
-                    "or remove it with force: true (ikictl rm --force)",
-                )
+        alive = host.sup.actor_of(record.uuid) is not None
+        if alive and not params.force:
+            raise p.RpcError(
+                p.REFUSED,
+                f"agent {record.name} ({record.uuid}) is running: kill it first, "
+                "or remove it with force: true (ikictl rm --force)",
+            )
+        trees = host.worktree_api
+        tree = (
+            await trees.check_prunable(record.uuid, force=params.force)
+            if params.prune_worktree
+            else None
+        )
+        if alive:
             with host._refusals():
                 doomed = await host.sup.kill(record.uuid, reason="removed")
-        return await self._remove(doomed, purge=params.purge)
+        pruned = None
+        if tree is not None:
+            # (refused above when it had uncommitted changes, unless force)
+            pruned, _ = await trees.prune_one(tree, force=params.force)
+        done = await self._remove(doomed, purge=params.purge)
+        if pruned is not None:
+            done["worktree"] = pruned
+        return done
 
     async def prune(self, conn: Connection, params: P.Prune) -> R.Removed:
         host = self.host

@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import protocol as p
 from agents import fork_names
+from agents.worktrees import Wish
 from daemon.methods._context import context_of
 from daemon.methods.budgets import budget_info, to_budget
 from daemon.methods.refusals import refusals
 from daemon.methods.shapes import Family, model_info, plain, stamp
+from daemon.methods.worktrees import looks
 from protocol import params as P
 from protocol import results as R
 
@@ -52,6 +54,7 @@ class AgentsApi(Family):
                 mcp=params.mcp,
                 priority=params.priority,
                 budget=to_budget(params.budget),
+                worktree=wish(params.worktree) if params.worktree is not False else None,
             )
         info = await self.host._described(record)
         created: R.Created = {"agent": info, "model": model_info(resolved), "turn": turn}
@@ -108,8 +111,18 @@ class AgentsApi(Family):
                 "error": plain(last.error),
             }
         )
+        info = await self.host._described(record)
+        tree = info["worktree"]
+        if tree is not None:  # what it holds now: two git commands
+            rec = await self.db.call(self.db.store.worktree, record.uuid)
+            state = None if rec is None else (await looks([rec]))[0]
+            info["worktree"] = {
+                **tree,
+                "dirty": None if state is None else state.dirty,
+                "ahead": None if state is None else state.ahead,
+            }
         return {
-            **(await self.host._described(record)),
+            **info,
             "usage": plain(report.total),
             "last_turn": last_turn,
             "context": await context_of(self.sup, record.uuid),
@@ -143,13 +156,23 @@ class AgentsApi(Family):
         actor = await self.host._actor(params.agent)
         return {"cancelled": actor.cancel(at_boundary=params.at_boundary)}
 
-    async def kill(self, conn: Connection, params: P.AgentRef) -> R.Killed:
+    async def kill(self, conn: Connection, params: P.Kill) -> R.Killed:
         record = await self.host._record(params.agent)
         if self.sup.actor_of(record.uuid) is None:
             raise p.RpcError(p.REFUSED, f"agent {record.name} ({record.uuid}) is already dead")
+        trees = self.host.worktree_api
+        tree = (
+            await trees.check_prunable(record.uuid, force=params.force)
+            if params.prune_worktree
+            else None
+        )
         with refusals():
             killed = await self.sup.kill(record.uuid)
-        return {"killed": killed}
+        done: R.Killed = {"killed": killed}
+        if tree is not None:
+            # (refused above when it had uncommitted changes, unless force)
+            done["worktree"], _ = await trees.prune_one(tree, force=params.force)
+        return done
 
     async def fork(self, conn: Connection, params: P.Fork) -> R.Created | R.Forked:
         record = await self.host._record(params.agent)
@@ -170,6 +193,7 @@ class AgentsApi(Family):
                     priority=params.priority,
                     budget=to_budget(params.budget),
                     hold=begins,
+                    worktree=None if params.worktree is None else wish(params.worktree),
                 )
             shorts = await self.db.short_refs([child.uuid for child, _, _ in forked])
         finally:
@@ -205,6 +229,13 @@ class AgentsApi(Family):
         with refusals():
             priority = await self.sup.set_priority(actor.uuid, params.priority)
         return {"agent": actor.uuid, "priority": priority}
+
+
+def wish(asked: bool | P.WorktreeAsk) -> Wish | bool:
+    """A worktree asked in params, as agents/worktrees takes it."""
+    if isinstance(asked, bool):
+        return asked
+    return Wish(branch=asked.branch, base=asked.from_)
 
 
 def _fan_out(params: P.Fork) -> tuple[list[str | None], list[str | None]]:

@@ -26,9 +26,10 @@ from daemon.methods.refusals import refusals
 from daemon.methods.schedules import SchedulesApi
 from daemon.methods.shapes import DaemonInfo, plain, stamp, tokens
 from daemon.methods.transfer import TransferApi
+from daemon.methods.worktrees import WorktreesApi
 from protocol import results as R
 from providers.catalog import Catalog
-from store import AgentNotFound, AgentRecord, AmbiguousAgent
+from store import AgentNotFound, AgentRecord, AmbiguousAgent, WorktreeSpec
 
 if TYPE_CHECKING:
     from daemon.server import Handler
@@ -36,6 +37,12 @@ if TYPE_CHECKING:
 __all__ = ["Api", "DaemonInfo"]
 
 _CANDIDATES = 20  # agents an ambiguous-ref error lists
+
+
+def _brief(spec: WorktreeSpec | None) -> R.WorktreeBrief | None:
+    if spec is None:
+        return None
+    return {"path": spec.path, "branch": spec.branch, "base": spec.base, "repo": spec.repo}
 
 
 def _listed(names: list[str] | None) -> tuple[str, ...] | None:
@@ -55,6 +62,8 @@ class Api:
         self.db = sup.db
         self.info = info
         del catalog  # the pool's is read (see below): the same one at start
+        # agent.kill and agent.remove prune worktrees through it too
+        self.worktree_api = WorktreesApi(self)
 
     @property
     def catalog(self) -> Catalog:
@@ -76,6 +85,7 @@ class Api:
             **TransferApi(self).handlers(),
             **FleetApi(self).handlers(),
             **SchedulesApi(self).handlers(),
+            **self.worktree_api.handlers(),
         }
 
     # ------------------------------------------------------------ helpers
@@ -186,6 +196,7 @@ class Api:
             "yolo": policy[1],
             "mcp": mcp,
             "priority": actor.priority if actor else record.priority,
+            "worktree": _brief(self.sup.worktrees.get(record.uuid)),
         }
 
     # ------------------------------------------------------------ daemon

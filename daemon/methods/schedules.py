@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import protocol as p
-from agents.schedules import make_rule
+from agents.schedules import Rule, make_rule
 from daemon.methods.refusals import refusals
 from daemon.methods.shapes import Family, stamp
 from protocol import params as P
@@ -123,8 +123,6 @@ class SchedulesApi(Family):
         if rec.paused:
             # the due times that passed while it was paused are not owed: it
             # goes on from the first one after now
-            from agents.schedules import Rule
-
             rule = Rule.from_json(rec.rule)
             now = self.scheduler.now()
             due = rec.next_due
@@ -151,23 +149,24 @@ class SchedulesApi(Family):
 
     async def _names(self, uuids: set[str]) -> dict[str, str]:
         names = {}
+        dead = []
         for uuid in uuids:
             actor = self.sup.actor_of(uuid)
             if actor is not None:
                 names[uuid] = actor.name
             else:
-                names[uuid] = (await self.db.resolve(uuid)).name
+                dead.append(uuid)
+        if dead:  # one query for them all
+            names.update(await self.db.call(self.db.store.agent_names, dead))
         return names
 
     async def _shape(self, rec: ScheduleRecord) -> R.Schedule:
-        stats = await self.db.call(self.db.store.schedule_stats)
+        stats = await self.db.call(self.db.store.schedule_stats, rec.id)
         return self._schedule(rec, stats.get(rec.id), await self._names({rec.agent_uuid}))
 
     def _schedule(
         self, rec: ScheduleRecord, stats: ScheduleStats | None, names: dict[str, str]
     ) -> R.Schedule:
-        from agents.schedules import Rule
-
         rule = Rule.from_json(rec.rule)
         status: Any = (
             "removed"

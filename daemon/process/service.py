@@ -316,6 +316,7 @@ class Daemon:
                 summary_model=config.context.summary_model,
                 tool_result_share=config.context.tool_result_share,
                 daily=daily_limits(config),
+                worktrees=self.paths.worktrees,
             )
             self.sandbox_ok = await trio.to_thread.run_sync(_sandbox_available)
             if not self.sandbox_ok:

@@ -523,7 +523,11 @@ least possible work (the lean relay of the e2e rows is that floor).
   answer; comparison: the same 1,000 children by 1,000 `agent.fork` calls
   pipelined on one connection, the parent the same, runs interleaved; and
   `agent.list` at 10,000 agents restored from a prepared database;
-  comparison: the agents table read with sqlite3 in the bench process).
+  comparison: the agents table read with sqlite3 in the bench process),
+  `bench_worktree.py` (one `agent.fork {worktree: true}` through a real
+  `ikigaid` on a repository of 10,000 files, the worktree removed between
+  runs; comparison: `git worktree add -b` alone on the same repository, run
+  as a process by the bench: the cost ikigai adds).
   `bench_e2e.py` also runs its 100-agent load through a second
   daemon with `provider_limiter: false`: the limiter's own CPU per event.
 """

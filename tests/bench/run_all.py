@@ -73,6 +73,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "logging": ([], ["--lines", "500", "--reps", "9"]),
     "e2e": ([], ["--quick"]),
     "fanout": ([], ["--quick"]),
+    "worktree": ([], ["--quick"]),
     "limiter": ([], ["--agents", "20", "--tpm", "24000"]),
 }
 ALIASES = {

@@ -64,6 +64,11 @@ class DaemonProcess:
                 **popen,
             )
 
+    async def restart(self) -> None:
+        """Start it again after a stop or a kill -9 (which leaves the socket file behind)."""
+        self.socket.unlink(missing_ok=True)
+        await self.start()
+
     async def start(self) -> None:
         """Spawn it and wait until its socket answers ``daemon.status``
         (tests/_ready.py: the suite's one bound, a failure shows its output)."""

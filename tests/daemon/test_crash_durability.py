@@ -119,11 +119,6 @@ async def _traffic(client: Client, ledger: Ledger, rng: random.Random) -> None:
         await trio.sleep(rng.uniform(0, 0.08))
 
 
-async def _restart(daemon: DaemonProcess) -> None:
-    daemon.socket.unlink(missing_ok=True)
-    await daemon.start()
-
-
 async def _drained(client: Client) -> None:
     """Until every agent is idle with nothing queued and no unread mail (mail
     left unread by idle agents for 3 s counts as drained: the check names it)."""
@@ -161,7 +156,7 @@ async def _kill_and_restart_many(home: Path, fake: FakeProvider, nursery: trio.N
                     await trio.sleep(rng.uniform(0.05, 1.2))
                     daemon.signal(signal.SIGKILL)
                     assert await trio.to_thread.run_sync(daemon.wait) == -signal.SIGKILL
-                await _restart(daemon)
+                await daemon.restart()
                 client = await connect(nursery, str(daemon.socket))
         with trio.fail_after(120):
             await _drained(client)

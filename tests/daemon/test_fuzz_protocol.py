@@ -40,7 +40,7 @@ THROWAWAY = ["tw-a", "tw-b", "tw-c"]
 MUTATING = {"agent.kill", "agent.cancel", "agent.clear", "agent.rewind", "agent.mark", "agent.set_model", "agent.set_system", "agent.prompt", "mail.send", "agent.compact", "agent.rename", "agent.remove", "schedule.add"}
 EXCLUDED = {"daemon.shutdown", "daemon.reload"}  # the daemon must keep running as it is
 METHODS = sorted(set(PARAMS) - EXCLUDED)
-CODES = {-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32004, -32005, -32007}
+CODES = {-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32004, -32005, -32007, -32008}
 
 MAX_EXAMPLES = 6000
 BUDGET = 60.0  # seconds of fuzzing at most; cases after it are not run (and not counted)
@@ -211,8 +211,15 @@ _by_field: dict[str, Any] = {
     # fleet.snapshot's long poll: short waits (the canary's turns change the fleet every few seconds)
     "since": st.integers(-2, 50) | st.none(),
     "wait_s": st.sampled_from([0, 0.05, 0.5, -1, 61]) | st.floats(),
+    # worktrees: the canary's cwd is no repository, so each is refused by name
+    "worktree": st.booleans()
+    | st.none()
+    | st.fixed_dictionaries({}, optional={"branch": st.sampled_from(["ok", "bad..name", "-x", ""]) | _plain, "from": st.sampled_from(["HEAD", "nope", "-x"]) | _plain}),
+    "into": st.sampled_from(["main", "nope", "-x"]) | _plain | st.none(),
+    "message": _plain | st.none(),
+    "agents": st.lists(_agent_refs, max_size=3) | st.none(),
 }
-_BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread", "blocks", "signatures", "purge", "force", "dry_run", "clear", "all", "fork", "allow_fast"}
+_BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread", "blocks", "signatures", "purge", "force", "dry_run", "clear", "all", "fork", "allow_fast", "prune_worktree", "disk", "stat", "squash"}
 
 
 @st.composite

@@ -25,6 +25,7 @@ def test_defaults_follow_xdg_fallbacks_under_home():
         socket=Path(f"/tmp/ikigai-{UID}/ikigai.sock"),
         home=None,
         db_url_from_env=False,
+        worktrees=Path("/h/.local/share/ikigai/worktrees"),
     )
     assert p.log_file == Path("/h/.local/state/ikigai/ikigaid.log")
 
@@ -44,6 +45,7 @@ def test_xdg_variables_are_respected():
     assert p.db_url == "sqlite:////d/ikigai/ikigai.db"
     assert p.log_dir == Path("/s/ikigai")
     assert p.socket == Path("/run/user/1000/ikigai/ikigai.sock")
+    assert p.worktrees == Path("/d/ikigai/worktrees")
 
 
 def test_empty_variables_count_as_unset():
@@ -71,6 +73,7 @@ def test_ikigai_home_puts_everything_in_one_folder():
         socket=Path("/w/run/ikigai.sock"),
         home=Path("/w"),
         db_url_from_env=False,
+        worktrees=Path("/w/worktrees"),
     )
 
 

@@ -76,8 +76,7 @@ def _responder(request: RecordedRequest) -> Reply | None:
 
 
 async def _restart(daemon: DaemonProcess, nursery: trio.Nursery) -> Client:
-    daemon.socket.unlink(missing_ok=True)  # a killed daemon leaves it behind
-    await daemon.start()
+    await daemon.restart()
     return await connect(nursery, str(daemon.socket))
 
 

@@ -19,6 +19,7 @@ TABLES = {
     "mail",
     "prompt_queue",
     "approvals",
+    "worktrees",
     "budgets",
     "schedules",
     "schedule_runs",

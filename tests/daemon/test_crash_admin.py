@@ -13,7 +13,7 @@ import trio
 
 from store import Store
 from tests.daemon.rpc import connect
-from tests.daemon.test_crash_durability import _restart, _try
+from tests.daemon.test_crash_durability import _try
 from tests.fakes.demo import demo_responder
 
 ROUNDS = 6
@@ -60,14 +60,14 @@ async def test_acknowledged_admin_survives_kill_9_and_imports_are_whole(
                     cut.append(f"cut{i}")
                     await trio.sleep(rng.uniform(0, 0.05))
                     await _kill(daemon)
-            await _restart(daemon)
+            await daemon.restart()
             c = await connect(nursery, str(daemon.socket))
             if i == 2:  # remove (with purge) an ended import, then die
                 await c.call("agent.kill", agent="imp0")
                 assert await c.call("agent.remove", agent="imp0", purge=True)
                 removed.append(acknowledged["imp0"])
                 await _kill(daemon)
-                await _restart(daemon)
+                await daemon.restart()
                 c = await connect(nursery, str(daemon.socket))
 
     listed = {a["uuid"]: a for a in await c.call("agent.list", include_dead=True)}

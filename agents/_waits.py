@@ -45,6 +45,14 @@ async def _wait_for(
         for rec in records:
             if rec.uuid in results:
                 continue
+            # another daemon runs it: the database says how it is (that daemon's
+            # NOTIFY of each turn's end wakes this loop). Read before the inbox:
+            # a turn found ended has committed the mail it sent
+            remote = (
+                await sup.db.call(sup.db.store.activity, rec.uuid)
+                if rec.uuid not in sup.actors and sup.elsewhere(rec)
+                else None
+            )
             mail = [
                 m for m in await sup.db.inbox(caller, unread=True) if m.from_uuid == rec.uuid
             ]
@@ -58,6 +66,23 @@ async def _wait_for(
                 }
                 continue
             actor = sup.actors.get(rec.uuid)
+            if remote is not None:
+                alive, busy, reply = remote
+                if not alive:
+                    results[rec.uuid] = {
+                        "agent": rec.uuid,
+                        "name": rec.name,
+                        "status": "dead",
+                        "reply": "",
+                    }
+                elif not busy:
+                    results[rec.uuid] = {
+                        "agent": rec.uuid,
+                        "name": rec.name,
+                        "status": "idle",
+                        "reply": reply,
+                    }
+                continue
             if actor is None:
                 results[rec.uuid] = {
                     "agent": rec.uuid,

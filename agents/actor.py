@@ -98,6 +98,7 @@ class Actor:
         "mcp",
         "model",
         "name",
+        "needs_host",
         "parent",
         "policy",
         "priority",
@@ -139,8 +140,17 @@ class Actor:
         # its own priority for every model call (agent.set_priority, inherited
         # by forks); None: each turn's, by who started it
         self.priority: str | None = getattr(record, "priority", None)
-        self.log = EventLog(self.uuid, keep=cfg.event_keep, buffer=cfg.subscriber_buffer)
+        self.log = EventLog(
+            self.uuid,
+            keep=cfg.event_keep,
+            buffer=cfg.subscriber_buffer,
+            first_seq=getattr(record, "seq", None) or 1,  # handed over: its seq goes on
+        )
         self.state: AgentState = "idle"
+        # why it cannot run on this daemon's host (its folder or an MCP server
+        # missing here, after an adoption); None: it can. It keeps its queue
+        # and mail in the database until it moves to a host that has them
+        self.needs_host: str | None = None
         self._running: Turn | None = None
         self.last_result: TurnResult | None = None
         self.alive = True
@@ -242,6 +252,10 @@ class Actor:
         ``mail_ids``, that mail is marked read in the same transaction).
         ``priority``: who is waiting for it (see _Prompt).
         Returns (turn id, position): 0 starts now, N waits behind N."""
+        if self.needs_host is not None:
+            raise InvalidEntry(
+                f"agent {self.name} ({self.uuid}) needs another host: {self.needs_host}"
+            )
         turn = self.new_turn_id()
         if self._submit_lock is None:
             self._submit_lock = trio.Lock()
@@ -374,6 +388,8 @@ class Actor:
         return n
 
     def notify_mail(self) -> None:
+        if self.needs_host is not None:  # kept unread until it runs where it can
+            return
         self._mail_waiting = True
         self._poke()
 

@@ -9,7 +9,7 @@ provider and run an actor with no supervisor at all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -80,6 +80,10 @@ class Neighbours(Protocol):
     ) -> ResolvedModel: ...
 
 
+def _always() -> bool:
+    return True
+
+
 @dataclass
 class ActorDeps:
     # not frozen: a config reload puts a new ``permissions`` here, and every
@@ -94,3 +98,7 @@ class ActorDeps:
     permissions: Permissions = field(default_factory=Permissions)
     # the MCP servers agents may use (agents/tools/mcp); None: none configured
     mcp: McpHub | None = None
+    # does this daemon hold its lease on a shared database (daemon/cluster):
+    # asked before each model call, so a daemon that was paused past its
+    # lease makes none before its agents are stopped
+    lease_held: Callable[[], bool] = _always

@@ -118,6 +118,9 @@ class EventLog:
         # a tuple, rebuilt when subscribers come and go: publish walks it as is
         self._subs: tuple[Subscriber, ...] = ()
         self.closed = False
+        # why its subscriptions end when it closes: "agent moved" when another
+        # daemon runs it now (subscribe there from next_seq: its seq goes on)
+        self.end_reason = "agent ended"
 
     @property
     def next_seq(self) -> int:

@@ -20,6 +20,7 @@ AgentState = Literal[
     "retrying",
     "waiting_for_approval",
     "compacting",
+    "needs_host",  # adopted by a daemon whose host lacks its folder or an MCP server
 ]
 TurnStatus = Literal[
     "completed", "cancelled", "interrupted", "error", "tool_limit", "budget_exceeded"

@@ -12,7 +12,7 @@ agents. Killing an agent ends its descendants; dead agents stay readable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -30,6 +30,8 @@ from ._forks import checked_priority as _checked
 from ._forks import fork_many
 from ._isolate import isolated
 from ._ops import SupervisorOps
+from ._restore import release, restore
+from ._shared import SharedDatabase
 from ._waits import wait_for
 from .actor import Actor
 from .compactor import CompactOutcome, ContextStatus, context_status
@@ -48,11 +50,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("ikigai.agents")
 
-_CUT_REASON = "the daemon stopped during this turn"
-_ENDED_REASON = "its turn ended when the daemon stopped"
 
 
-class Supervisor:
+class Supervisor(SharedDatabase):
     """Owns the nursery every actor runs in, the registry of live actors, and
     what concerns several agents at once: fork, kill with descendants, mail,
     waits. On start it restores what a stopped or killed daemon left. It is
@@ -82,6 +82,11 @@ class Supervisor:
         self.scheduler = Scheduler(self)  # started by run, once the agents are restored
         self.approvals = Approvals()  # who waits on which approval; session answers
         self.dead_count = 0  # kept in memory so status never waits on the database
+        # the agents run restores (this daemon's, on a shared database); None: all
+        self.restore_only: set[str] | None = None
+        self.restored_once = False
+        self.shared = False  # other daemons may share the database (daemon/cluster)
+        self._to_adopt: set[str] = set()  # handed over to this daemon, being adopted
         self._parents: dict[str, str | None] = {}  # every agent's parent: its tree, no query
         # every worktree not pruned, by agent (dead ones too): listings read it,
         # no query; and its branch by folder, for the agents working there
@@ -105,53 +110,23 @@ class Supervisor:
     ) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            # what a killed daemon left: turns cut mid-way are marked
-            # interrupted, acknowledged prompts queue again in their order,
-            # unread mail is delivered
-            # a turn waiting for approval resumes (asked again); the others are cut
-            cut, resume = await self.db.call(
-                self.db.store.settle_open_turns, _CUT_REASON, _ENDED_REASON
-            )
-            queued: dict[str, list[Any]] = {}
-            for q in await self.db.call(self.db.store.queued_prompts):
-                queued.setdefault(q.agent_uuid, []).append(q)
-            unread = await self.db.call(self.db.store.agents_with_unread_mail)
-            restored = 0
-            for tree in await self.db.call(self.db.store.worktrees):
-                self.note_worktree(
-                    tree.agent_uuid,
-                    WorktreeSpec(
-                        path=tree.path, branch=tree.branch, base=tree.base, repo=tree.repo
-                    ),
-                )
-            records = await self.db.list_agents(include_dead=True)
-            self._parents.update((r.uuid, r.parent_uuid) for r in records)
-            for record in records:
-                if record.alive:
-                    actor = await self._start(record)
-                    if record.uuid in resume:
-                        actor.resume_turn(*resume[record.uuid])
-                    for q in queued.get(record.uuid, ()):
-                        actor.restore_prompt(q.turn, q.text, q.id)
-                    if record.uuid in unread:
-                        actor.notify_mail()
-                    restored += 1
-                else:
-                    self.dead_count += 1
-            for uuid, _start in cut:
-                if uuid in self.actors:
-                    self.actors[uuid].log.publish(Notice(text=_CUT_REASON + ": marked interrupted"))
-            log.info(
-                "supervisor started",
-                restored=restored,
-                interrupted=len(cut),
-                resumed=len(resume),
-                queued=sum(len(v) for v in queued.values()),
-            )
-            del records, queued, unread  # not held for as long as the daemon runs
+            await restore(self, self.restore_only)
+            self.restore_only = None
             await nursery.start(self.scheduler.run)
             task_status.started(self)
             await trio.sleep_forever()
+
+    async def adopt(self, uuids: Collection[str]) -> int:
+        """Make these stored agents live here (taken from a lost daemon, or
+        handed over); what they were doing is restored as after a crash."""
+        restored = await restore(self, set(uuids))
+        if restored and self.shared:
+            await self.scheduler.reload()
+        return restored
+
+    def let_go(self, uuids: Collection[str], why: str) -> list[str]:
+        """Stop these agents here: another daemon runs them now (or will)."""
+        return release(self, uuids, why)
 
     async def start(self, record: Any) -> Actor:
         """A live actor for a stored agent that has none (an imported one)."""
@@ -430,6 +405,8 @@ class Supervisor:
             if scope is not None:
                 scope.cancel()
         self._pulse()
+        for uuid in doomed:
+            self.tell_others(f"turn:{uuid}")
         return doomed
 
     async def prompt(self, actor: Actor, text: str) -> tuple[str, int]:
@@ -539,7 +516,16 @@ class Supervisor:
     # ------------------------------------------------------------ mail
 
     async def send_mail(self, sender: str | None, to_ref: str, text: str) -> int:
-        target = await self.live(to_ref)
+        record = await self.resolve(to_ref)
+        target = self.actors.get(record.uuid)
+        if target is None and record.alive and self.elsewhere(record):
+            # another daemon runs it: told on commit, through the database
+            sent = await self.db.call(
+                self.db.store.send_mail, record.uuid, text, from_uuid=sender, notify=True
+            )
+            return sent.id
+        if target is None:
+            raise AgentError(f"agent {record.name} ({record.uuid}) is dead")
         mail_id = await self.db.send_mail(sender, target.uuid, text)
         target.notify_mail()
         self._pulse()
@@ -547,10 +533,7 @@ class Supervisor:
 
     def turn_finished(self, uuid: str) -> None:
         self._pulse()
-
-    def _pulse(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+        self.tell_others(f"turn:{uuid}")
 
     async def wait_for(
         self,

@@ -497,6 +497,10 @@ class Turn(FittingSteps):
                 provider = self.deps.pool.get(provider_name, model)
                 # a retry waiting in the key's queue stays "retrying" (limited.py)
                 async with self._passage(provider_name, request) as slot:
+                    if not self.deps.lease_held():
+                        # another daemon may adopt this agent any moment: no
+                        # call from here; the watchdog stops this turn
+                        await trio.sleep_forever()
                     host.set_state("waiting_for_llm")
                     async with provider.stream(request, on_limits=slot.learn) as events:
                         burst = 0

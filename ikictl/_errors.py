@@ -17,6 +17,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_NOT_FOUND",
     "EXIT_OK",
+    "EXIT_UNAVAILABLE",
     "EXIT_UNREACHABLE",
     "EXIT_USAGE",
     "DaemonUnreachable",
@@ -29,4 +30,7 @@ EXIT_USAGE = 2  # bad command-line input
 EXIT_UNREACHABLE = 3  # no daemon answers
 EXIT_NOT_FOUND = 4  # no such agent, or an ambiguous reference
 EXIT_CONFLICT = 5  # merge: git stopped on a conflict (nothing was merged)
+# the agent is alive but no daemon of the database runs it now (its daemon was
+# lost: adopted within the lease; or stopped): worth a retry, unlike 1
+EXIT_UNAVAILABLE = 6
 EXIT_INTERRUPTED = 130  # Ctrl+C

@@ -303,7 +303,10 @@ made with `fork --worktree` or `new --worktree`): its branch, then
   *N  N files with uncommitted changes in the worktree (new files too)
   (missing)  the worktree folder is gone;  (pruned)  deleted by prune/rm
 e.g. `ikigai/fix-1 +2 *3`: 2 commits ahead, 3 files changed and not committed.
-`ikictl worktrees` lists them all; `ikictl show AGENT` gives one in full."""
+`ikictl worktrees` lists them all; `ikictl show AGENT` gives one in full.
+DAEMON (shown when the listed agents are not all run by the daemon asked,
+among several sharing one database): the id of the daemon that runs each
+live agent (`ikictl daemons` lists the daemons)."""
 
 
 # the worktree commands' parsers live with them (imported only when one is built)
@@ -323,6 +326,18 @@ def _add_worktrees(p: argparse.ArgumentParser) -> None:
     from ikictl.worktree import add_worktrees
 
     add_worktrees(p)
+
+
+def _add_daemons(p: argparse.ArgumentParser) -> None:
+    from ikictl.daemons import add_daemons
+
+    add_daemons(p)
+
+
+def _add_move(p: argparse.ArgumentParser) -> None:
+    from ikictl.daemons import add_move
+
+    add_move(p)
 
 
 def _add_ls(p: argparse.ArgumentParser) -> None:

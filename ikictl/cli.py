@@ -8,7 +8,8 @@ sub-parser is built when the command is named on the command line.
 Exit codes: 0 ok, 1 the turn ended in error (or did not complete) or a
 compaction failed, 2 usage error or refused, 3 the daemon is unreachable,
 4 no such agent (or an ambiguous one) or schedule, 5 a merge stopped on a
-conflict (nothing merged), 130 interrupted.
+conflict (nothing merged), 6 no daemon runs the agent at the moment (its
+daemon was lost or stopped), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ikictl._errors import (
     EXIT_INTERRUPTED,
     EXIT_NOT_FOUND,
     EXIT_OK,
+    EXIT_UNAVAILABLE,
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     DaemonUnreachable,
@@ -43,7 +45,8 @@ EPILOG = """\
 AGENT is a uuid, a unique prefix of one, or a name. PROMPT `-` reads stdin.
 Exit codes: 0 ok, 1 the turn (or the compaction) failed, 2 usage error or
 refused, 3 daemon unreachable, 4 agent (or schedule) not found or ambiguous,
-5 merge conflict (nothing merged), 130 interrupted.
+5 merge conflict (nothing merged), 6 the agent's daemon is lost or stopped
+(try again: another adopts a lost one's agents), 130 interrupted.
 With no daemon answering, ikictl starts one (same IKIGAI_HOME) unless
 --no-autostart, IKIGAI_AUTOSTART=0 or config "autostart": false."""
 
@@ -101,6 +104,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mail": ("send mail between agents, read an inbox", ""),
     "models": ("list the models (from the daemon, or the local catalog)", "commands:cmd_models"),
     "status": ("is the daemon running? version, uptime, agents", "commands:cmd_status"),
+    "daemons": (
+        "the daemons sharing this one's database: id, host, state, agents, heartbeat",
+        "daemons:cmd_daemons",
+    ),
+    "move": ("hand an idle agent to another daemon of the database", "daemons:cmd_move"),
     "daemon": ("start, stop, restart or reload the daemon, or read its log", ""),
     "keys": ("set, remove or list the providers' API keys (never shown)", "keys:cmd_keys"),
     "chat": ("an interactive REPL on an agent, with slash commands", "repl:cmd_chat"),
@@ -181,6 +189,9 @@ def _add_new(p: argparse.ArgumentParser) -> None:
     from ikictl.worktree import worktree_args
 
     worktree_args(p, "the agent", "--cwd (default: the current directory)", many=False)
+    from ikictl.daemons import on_arg
+
+    on_arg(p)
     _prompt(p, False)
     _streaming(p)
     _quiet(p, "print only the new agent's uuid (with PROMPT: after the turn; the turn's exit code)")
@@ -509,6 +520,11 @@ def _fail(e: Exception, args: argparse.Namespace) -> int:
 
         text = message if getattr(args, "json", False) else conflict_text(message, data)
         return _say(args, EXIT_CONFLICT, text, code, data)
+    if code == p.AGENT_UNAVAILABLE:
+        from ikictl.daemons import unavailable_text
+
+        text = message if getattr(args, "json", False) else unavailable_text(message, data)
+        return _say(args, EXIT_UNAVAILABLE, text, code, data)
     if code in (p.AGENT_NOT_FOUND, p.SCHEDULE_NOT_FOUND):
         return _say(args, EXIT_NOT_FOUND, message, code, data)
     if code in (p.REFUSED, p.INVALID_PARAMS):

@@ -16,6 +16,9 @@ from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
 from ikictl.budget import budget_param, print_budgets
 from ikictl.client import Client, connect
+from ikictl.daemons import ls_cells as daemon_cells
+from ikictl.daemons import show_line as daemon_line
+from ikictl.daemons import status_lines
 from ikictl.worktree import (
     created_line,
     ls_cells,
@@ -221,6 +224,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         priority=args.priority,
         budget=budget_param(args),
         worktree=worktree_param(args),
+        on=args.on,
     )
     return _born(args, c, res, text, f"created {render.label(res['agent'])}")
 
@@ -418,7 +422,13 @@ def cmd_ls(args: argparse.Namespace) -> int:
         sys.stdout.write(template.render_all(agents, "ListedAgent"))
     elif not _out(args, agents):
         trees = ls_cells(agents, states(c, agents, pruned=args.all))
-        render.agent_tree(agents, sys.stdout, color=render.use_color(), worktrees=trees)
+        render.agent_tree(
+            agents,
+            sys.stdout,
+            color=render.use_color(),
+            worktrees=trees,
+            daemons=daemon_cells(c, agents),
+        )
     return EXIT_OK
 
 
@@ -433,6 +443,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         sys.stdout.write(template.render_all([info], "ShownAgent"))
     elif not _out(args, info):
         render.show_agent(info, sys.stdout)
+        daemon_line(info, sys.stdout)
         show_block(info.get("worktree"), sys.stdout)
         print_budgets(info.get("budget"), sys.stdout)
     return EXIT_OK
@@ -538,6 +549,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     st = client(args, autostart=False).status()
     if not _out(args, st):
         render.status(st, sys.stdout)
+        status_lines(st, sys.stdout)
     return EXIT_OK
 
 

@@ -195,9 +195,10 @@ def agent_tree(
     mark: str | None = None,
     color: bool = False,
     worktrees: Mapping[str, str] | None = None,
+    daemons: Mapping[str, str] | None = None,
 ) -> None:
-    """The tree of agents; a POLICY column when some agent is not on the default policy
-    (YOLO in bold red); WORKTREE when ``worktrees`` (uuid -> cell: worktree.ls_cells) has one."""
+    """The tree of agents; a POLICY column when some agent is not on the default policy (YOLO
+    in bold red); WORKTREE, DAEMON when ``worktrees``, ``daemons`` (uuid -> cell) have one."""
     if not agents:
         out.write("no agents (create one with `ikictl new`)\n")
         return
@@ -210,8 +211,8 @@ def agent_tree(
     rows = [["ID", "NAME", "STATE", "MODEL", "THINKING", "TOKENS IN/OUT", "COST"]]
     if policies:
         rows[0].insert(5, "POLICY")
-    if worktrees:
-        rows[0].append("WORKTREE")
+    extra = [(h, c) for h, c in (("WORKTREE", worktrees or {}), ("DAEMON", daemons or {})) if c]
+    rows[0] += [h for h, _ in extra]
 
     def walk(a: ListedAgent, prefix: str, last: bool, top: bool) -> None:
         branch = "" if top else prefix + ("└─ " if last else "├─ ")
@@ -228,8 +229,7 @@ def agent_tree(
         ]
         if policies:
             row.insert(5, policy_of(a))
-        if worktrees:
-            row.append(worktrees.get(a["uuid"], "-"))
+        row += [cells.get(a["uuid"], "-") for _, cells in extra]
         rows.append(row)
         kids = children.get(a["uuid"], [])
         below = "" if top else prefix + ("   " if last else "│  ")

@@ -79,6 +79,13 @@ class AsyncMethods:
             params["wait_s"] = wait_s
         return await self.call(p.FLEET_SNAPSHOT, params)
 
+    async def daemons(self, *, include_gone: bool = False) -> R.DaemonsListed:
+        """The daemons sharing this one's database (docs/cluster.md): each
+        one's id, host, pid, state (up, draining; ``include_gone``: stopped
+        and lost ones too), running agents, heartbeat age, version, labels;
+        ``self`` is the id of the daemon that answered."""
+        return await self.call(p.DAEMONS_LIST, {"include_gone": include_gone})
+
     # ------------------------------------------------------------ agents
 
     async def create(
@@ -93,6 +100,7 @@ class AsyncMethods:
         priority: str | None = None,
         budget: dict[str, Any] | None = None,
         worktree: WorktreeOption = None,
+        on: str | None = None,
     ) -> R.Created:
         """A new agent (``model`` as "provider/model/thinking", an alias, or
         the daemon's default). Prompt it with ``prompt``. ``priority``
@@ -102,10 +110,17 @@ class AsyncMethods:
         it and its descendants. ``worktree``: True, or {"branch", "from"}, for
         a git worktree of its own (``cwd`` must be in a repository): its cwd
         becomes the worktree, on branch ikigai/NAME unless ``branch``, from
-        ``cwd``'s HEAD unless ``from``."""
+        ``cwd``'s HEAD unless ``from``. ``on``: the daemon to run it, among
+        several sharing one PostgreSQL database (docs/cluster.md): a daemon's
+        id, a host name or a label (the one of them with the fewest running
+        agents), or "any" (the live daemon with the fewest); None: the daemon
+        asked. One that names no live daemon raises RpcError -32602 listing
+        the live ones."""
         params: dict[str, Any] = {"model": model, "name": name, "system": system, "cwd": cwd}
         params.update({"policy": policy, "mcp": mcp, "priority": priority, "budget": budget})
         params["worktree"] = worktree
+        if on is not None:  # left out: the call a daemon of one database alone knows
+            params["on"] = on
         return await self.call(p.AGENT_CREATE, params)
 
     async def fork(
@@ -482,6 +497,12 @@ class AsyncMethods:
         params: dict[str, Any] = {"agent": agent, "into": into, "squash": squash}
         params["message"] = message
         return await self.call(p.WORKTREE_MERGE, params)
+
+    async def move(self, agent: str, *, to: str) -> R.Moved:
+        """Hand an idle agent to another daemon of the database (docs/cluster.md):
+        ``to`` is a daemon id, a host, a label or "any". Its events go on from
+        ``next_seq`` there; a subscription to it ends with "agent moved"."""
+        return await self.call(p.AGENT_MOVE, {"agent": agent, "to": to})
 
     async def worktree_prune(
         self, agents: list[str] | None = None, *, force: bool = False, dry_run: bool = False

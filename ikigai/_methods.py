@@ -78,6 +78,13 @@ class Methods:
             params["wait_s"] = wait_s
         return self.call(p.FLEET_SNAPSHOT, params)
 
+    def daemons(self, *, include_gone: bool = False) -> R.DaemonsListed:
+        """The daemons sharing this one's database (docs/cluster.md): each
+        one's id, host, pid, state (up, draining; ``include_gone``: stopped
+        and lost ones too), running agents, heartbeat age, version, labels;
+        ``self`` is the id of the daemon that answered."""
+        return self.call(p.DAEMONS_LIST, {"include_gone": include_gone})
+
     # ------------------------------------------------------------ agents
 
     def create(
@@ -92,6 +99,7 @@ class Methods:
         priority: str | None = None,
         budget: dict[str, Any] | None = None,
         worktree: WorktreeOption = None,
+        on: str | None = None,
     ) -> R.Created:
         """A new agent (``model`` as "provider/model/thinking", an alias, or
         the daemon's default). Prompt it with ``prompt``. ``priority``
@@ -101,10 +109,17 @@ class Methods:
         it and its descendants. ``worktree``: True, or {"branch", "from"}, for
         a git worktree of its own (``cwd`` must be in a repository): its cwd
         becomes the worktree, on branch ikigai/NAME unless ``branch``, from
-        ``cwd``'s HEAD unless ``from``."""
+        ``cwd``'s HEAD unless ``from``. ``on``: the daemon to run it, among
+        several sharing one PostgreSQL database (docs/cluster.md): a daemon's
+        id, a host name or a label (the one of them with the fewest running
+        agents), or "any" (the live daemon with the fewest); None: the daemon
+        asked. One that names no live daemon raises RpcError -32602 listing
+        the live ones."""
         params: dict[str, Any] = {"model": model, "name": name, "system": system, "cwd": cwd}
         params.update({"policy": policy, "mcp": mcp, "priority": priority, "budget": budget})
         params["worktree"] = worktree
+        if on is not None:  # left out: the call a daemon of one database alone knows
+            params["on"] = on
         return self.call(p.AGENT_CREATE, params)
 
     def fork(
@@ -475,6 +490,12 @@ class Methods:
         params: dict[str, Any] = {"agent": agent, "into": into, "squash": squash}
         params["message"] = message
         return self.call(p.WORKTREE_MERGE, params)
+
+    def move(self, agent: str, *, to: str) -> R.Moved:
+        """Hand an idle agent to another daemon of the database (docs/cluster.md):
+        ``to`` is a daemon id, a host, a label or "any". Its events go on from
+        ``next_seq`` there; a subscription to it ends with "agent moved"."""
+        return self.call(p.AGENT_MOVE, {"agent": agent, "to": to})
 
     def worktree_prune(
         self, agents: list[str] | None = None, *, force: bool = False, dry_run: bool = False

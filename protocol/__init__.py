@@ -87,6 +87,9 @@ WORKTREE_LIST = "worktree.list"
 WORKTREE_DIFF = "worktree.diff"
 WORKTREE_MERGE = "worktree.merge"
 WORKTREE_PRUNE = "worktree.prune"
+# the daemons sharing this database (docs/cluster.md)
+DAEMONS_LIST = "daemons.list"
+AGENT_MOVE = "agent.move"  # an idle agent handed to another daemon, its event seq going on
 
 # server -> client notification carrying one agent event
 EVENT = "agent.event"
@@ -113,6 +116,9 @@ SCHEDULE_NOT_FOUND = -32007  # no schedule has that id or name
 # worktree.merge: git stopped on a conflict; the checkout was left as it was
 # (data.conflicts lists the paths, the message is git's own)
 MERGE_CONFLICT = -32008
+# the agent is alive but no daemon runs it at the moment: its daemon was lost
+# (another adopts it within the lease), or stopped (data.daemon names it)
+AGENT_UNAVAILABLE = -32009
 
 
 class RpcError(Exception):

@@ -88,6 +88,9 @@ class Create(_P, frozen=True):
     priority: Priority | None = None  # None: each turn's, by who started it
     budget: BudgetLimits | None = None  # None: config's budget.root (a root agent)
     worktree: bool | WorktreeAsk = False  # cwd must be in a git repository
+    # the daemon to run it (an id, a host name or a label), or "any": the
+    # live daemon with the fewest running agents; None: the one asked
+    on: Ref | None = None
 
 
 class ListAgents(_P, frozen=True):
@@ -322,6 +325,15 @@ class WorktreePrune(_P, frozen=True):
     dry_run: bool = False
 
 
+class Move(_P, frozen=True):
+    agent: Ref
+    to: Ref  # a daemon id, host or label, or "any" (another live daemon, fewest agents)
+
+
+class DaemonsList(_P, frozen=True):
+    include_gone: bool = False  # stopped and lost daemons too
+
+
 PARAMS: dict[str, type[_P]] = {
     p.DAEMON_STATUS: NoParams,
     p.DAEMON_SHUTDOWN: NoParams,
@@ -376,6 +388,8 @@ PARAMS: dict[str, type[_P]] = {
     p.WORKTREE_DIFF: WorktreeDiff,
     p.WORKTREE_MERGE: WorktreeMerge,
     p.WORKTREE_PRUNE: WorktreePrune,
+    p.DAEMONS_LIST: DaemonsList,
+    p.AGENT_MOVE: Move,
 }
 
 HistoryOp = Literal["clear", "mark", "rewind"]

@@ -14,6 +14,10 @@ writes a datetime.
 # no ``from __future__ import annotations``: TypedDict must see NotRequired
 from typing import Any, Literal, NotRequired, TypedDict
 
+from protocol.cluster_results import ClusterState as ClusterState
+from protocol.cluster_results import DaemonsListed as DaemonsListed
+from protocol.cluster_results import Moved as Moved
+
 # re-exported: one module of results for both sides
 from protocol.mcp_results import McpPrompt as McpPrompt
 from protocol.mcp_results import McpPromptArgument as McpPromptArgument
@@ -41,6 +45,7 @@ AgentState = Literal[
     "retrying",
     "waiting_for_approval",
     "compacting",
+    "needs_host",  # adopted where its folder or an MCP server is missing
 ]
 TurnStatus = Literal[
     "completed", "cancelled", "interrupted", "error", "tool_limit", "budget_exceeded"
@@ -69,6 +74,7 @@ class Status(TypedDict):
     max_line_bytes: int  # a longer request line is refused (error -32004) and the connection closed
     # protocol.PROTOCOL_VERSION: incremented on an incompatible change only
     protocol_version: int
+    cluster: ClusterState  # this daemon among those sharing its database
 
 
 class Prices(TypedDict):
@@ -116,8 +122,7 @@ class ModelInfo(TypedDict):
 
 class AgentInfo(TypedDict):
     uuid: str
-    # the shortest prefix of uuid (8 characters or more) that names this agent
-    # alone among every agent of the store, dead ones too: what to display
+    # the shortest prefix (8+ characters) of uuid naming it alone among all agents
     short: str
     name: str
     parent: str | None
@@ -138,10 +143,10 @@ class AgentInfo(TypedDict):
     policy: list[str]  # its tool-permission policy chain, ancestors' first
     yolo: bool  # the chain allows every tool call (its policies are all yolo ones)
     mcp: list[str]  # the MCP servers it uses now: its own list, or the configured defaults
-    # its model calls' place in the provider limiter for every turn; None:
-    # each turn's, by who started it (a person: interactive; agents, mail: background)
+    # its model calls' place in the limiter; None: each turn's, by who started it
     priority: str | None
     worktree: WorktreeBrief | None  # its git worktree (made with {worktree}), else None
+    daemon: str | None  # the id of the daemon that runs it (docs/cluster.md); None: none yet
 
 
 class UsageBrief(TypedDict):
@@ -590,4 +595,6 @@ RESULTS: dict[str, Any] = {
     "worktree.diff": WorktreeDiff,
     "worktree.merge": WorktreeMerged,
     "worktree.prune": WorktreePruned,
+    "daemons.list": DaemonsListed,
+    "agent.move": Moved,
 }

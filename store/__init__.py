@@ -14,12 +14,14 @@ See docs/store.md for the schema, the message kinds and how replay works.
 from ._admin import AgentAlive, Outline, Removal
 from ._approvals import ApprovalClosed, NoSuchApproval
 from ._budgets import Budget, BudgetRefused, BudgetState, InvalidBudget, Spent, check_budget
+from ._cluster import DaemonRecord, Joining
 from ._engine import data_dir, default_url, display_url, resolve_url, sqlite_file
 from ._errors import (
     AgentNotFound,
     AmbiguousAgent,
     BadForkPoint,
     DatabaseUnreachable,
+    Fenced,
     InvalidEntry,
     NameTaken,
     NoSuchMark,
@@ -67,13 +69,16 @@ __all__ = [
     "Budget",
     "BudgetRefused",
     "BudgetState",
+    "DaemonRecord",
     "DatabaseUnreachable",
     "Entry",
+    "Fenced",
     "Fired",
     "ForkChild",
     "ImportedRow",
     "InvalidBudget",
     "InvalidEntry",
+    "Joining",
     "MailRecord",
     "MessageRecord",
     "NameTaken",

@@ -388,6 +388,7 @@ class AgentsMixin(StoreBase):
             "policy": policy if policy is not None else parent.policy,
             "mcp": mcp if mcp is not None else parent.mcp,
             "priority": priority if priority is not None else parent.priority,
+            "daemon": self.daemon_id,
         }
         rows = [
             {"uuid": u, "name": n, **shared} | ({} if c.cwd is None else {"cwd": c.cwd})
@@ -438,6 +439,7 @@ class AgentsMixin(StoreBase):
             "status": "running",
             "created_at": now(),
             "ended_at": None,
+            "daemon": self.daemon_id,
             **values,
         }
         try:

@@ -13,6 +13,7 @@ msgspec wrote it and the name of the policy whose rule asked.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Literal
 
 import msgspec
@@ -157,16 +158,19 @@ class ApprovalsMixin(StoreBase):
         return _record(decided)
 
     def settle_open_turns(
-        self, cut_reason: str, ended_reason: str
+        self, cut_reason: str, ended_reason: str, only: Collection[str] | None = None
     ) -> tuple[list[tuple[str, int]], dict[str, tuple[str, int, str]]]:
         """What a stopped daemon left mid-turn (on start). A turn waiting for
         approval (its agent alive, an approval of that turn pending) is to be
         resumed: returned as {agent: (turn id, first row, prompt)}. Every other
         open turn is marked interrupted (returned as (agent, first row)), and
         an approval pending for a turn that will not resume is denied: nothing
-        would run its call."""
+        would run its call. ``only``: these agents' turns (the agents a daemon
+        restores or adopts), every agent's when None."""
         store: Any = self  # the composed Store: the turns and messages mixins too
         pending = self.pending_approvals()
+        if only is not None:
+            pending = [a for a in pending if a.agent_uuid in only]
         waiting: dict[str, set[str]] = {}
         for a in pending:
             waiting.setdefault(a.agent_uuid, set()).add(a.turn)
@@ -174,6 +178,8 @@ class ApprovalsMixin(StoreBase):
         cut: list[tuple[str, int]] = []
         resume: dict[str, tuple[str, int, str]] = {}
         for uuid, start in store.open_turns():
+            if only is not None and uuid not in only:
+                continue
             if uuid in waiting and uuid in alive:
                 first = store.history(uuid, limit=1, before=start + 1)
                 turn = (first[0].data or {}).get("turn") if first else None

@@ -30,17 +30,28 @@ from ._engine import (
     ping,
     resolve_url,
 )
-from ._errors import AgentNotFound, DatabaseUnreachable, StoreError
+from ._errors import AgentNotFound, DatabaseUnreachable, Fenced, StoreError
 from ._group import MAX_MEMBERS, GroupCommit
 from ._rows import Prepared, row_params
 from ._rows import now as _now
-from ._schema import agents, messages
+from ._schema import agents, daemons, messages
 from ._types import MessageRecord
 
 # Statements built once: building one per call (and its cache key) costs more
 # than running it on the connection.
 _INSERT_ONE = messages.insert()
 _INSERT_MANY = messages.insert().returning(messages.c.id, sort_by_parameter_order=True)
+# the fence: this daemon's row, still at its generation, locked against
+# being marked lost until the write commits (_cluster.py)
+_FENCE = (
+    sa.select(daemons.c.id)
+    .where(
+        daemons.c.id == sa.bindparam("f_id"),
+        daemons.c.generation == sa.bindparam("f_gen"),
+        daemons.c.state.in_(("up", "draining")),
+    )
+    .with_for_update(read=True)
+)
 _AGENT_ROW = sa.select(agents).where(agents.c.uuid == sa.bindparam("uuid"))
 
 
@@ -114,6 +125,10 @@ class StoreBase:
                 max_members=MAX_MEMBERS if grouped else 1,
             )
         self._catalog = catalog
+        # the daemon this store writes for: new agents are its own, and on
+        # PostgreSQL every write checks its lease first (_cluster.py)
+        self.daemon_id: str | None = None
+        self._fence: dict[str, Any] | None = None
         # lineage ranges never change once an agent exists (parent and fork
         # point are fixed at creation), so they are cached by agent id
         self._ranges: dict[str, tuple[_replay.Range, ...]] = {}
@@ -194,7 +209,27 @@ class StoreBase:
             if self._sqlite:
                 conn.execution_options(ikigai_begin="IMMEDIATE")
             with conn.begin():
+                self._check_fence(conn)
                 yield conn
+
+    @contextmanager
+    def _unfenced(self) -> Iterator[sa.Connection]:
+        """A write transaction that does not check the lease: the daemon's
+        own membership writes (join, heartbeat, marking others lost)."""
+        if self._sqlite:  # one daemon per file: nothing is fenced there
+            with self._write() as conn:
+                yield conn
+            return
+        with self._guard(), self._engine.connect() as conn, conn.begin():
+            yield conn
+
+    def _check_fence(self, conn: sa.Connection) -> None:
+        """Raise Fenced unless this daemon still holds its lease (see _cluster.py)."""
+        if self._fence is not None and conn.execute(_FENCE, self._fence).first() is None:
+            raise Fenced(
+                f"daemon {self._fence['f_id']} lost its lease on this database: "
+                "another daemon may run its agents now; it writes nothing more"
+            )
 
     def _begin_batch(self) -> sa.Connection:
         """A connection with a write transaction begun, for a batch of writes."""
@@ -208,6 +243,7 @@ class StoreBase:
             conn = self._engine.connect()
         try:
             conn.begin()
+            self._check_fence(conn)
         except BaseException:
             self._end_batch(conn, True)
             raise

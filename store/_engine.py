@@ -21,6 +21,21 @@ ENV_URL = "IKIGAI_DB_URL"
 DB_FILE = "ikigai.db"
 BUSY_TIMEOUT_MS = 10_000
 PG_CONNECT_TIMEOUT_S = 5
+# A client cut off mid-transaction (a partition, a paused host) must not hold
+# its locks for long: daemons marking it lost wait for its share lock on its
+# row (_cluster.py). The server ends such a transaction after 5 s idle (ours
+# never idle that long), and a TCP connection whose packets go unanswered
+# fails after 10 s instead of the kernel's quarter of an hour.
+PG_CONNECT_ARGS = {
+    "connect_timeout": PG_CONNECT_TIMEOUT_S,
+    "application_name": "ikigai",
+    "options": "-c idle_in_transaction_session_timeout=5000",
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10000,
+}
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
@@ -116,7 +131,7 @@ def make_engine(
             max_overflow=32,
             json_serializer=_json_dumps,
             json_deserializer=msgspec.json.decode,
-            connect_args={"connect_timeout": PG_CONNECT_TIMEOUT_S, "application_name": "ikigai"},
+            connect_args=PG_CONNECT_ARGS,
         )
     raise DatabaseUnreachable(
         f"database URL {display_url(u)}: only sqlite:/// and postgresql+psycopg:// are supported"

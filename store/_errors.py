@@ -46,3 +46,8 @@ class InvalidEntry(StoreError, ValueError):
 
 class ScheduleNotFound(StoreError, LookupError):
     """No schedule has this id or name."""
+
+
+class Fenced(StoreError):
+    """This daemon lost its lease on a shared database: another daemon may run
+    its agents now, so it writes nothing more (store/_cluster.py)."""

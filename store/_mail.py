@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 
 from ._base import StoreBase
+from ._cluster import NOTIFY
 from ._rows import mail_record, now
 from ._schema import mail
 from ._types import MailRecord
@@ -16,10 +17,15 @@ class MailMixin(StoreBase):
     """Store methods for mail (see the module doc). A prompt that delivers
     mail marks it read itself: see TurnsMixin.enqueue_prompt."""
 
-    def send_mail(self, to_uuid: str, body: str, *, from_uuid: str | None = None) -> MailRecord:
+    def send_mail(
+        self, to_uuid: str, body: str, *, from_uuid: str | None = None, notify: bool = False
+    ) -> MailRecord:
         """Mail to ``to_uuid`` (from ``from_uuid``, or from no agent), committed
-        when this returns."""
+        when this returns. ``notify``: and the daemon that runs the recipient
+        told, on commit (PostgreSQL's NOTIFY: store/_cluster.py)."""
         with self._write() as conn:
+            if notify and not self._sqlite:
+                conn.execute(NOTIFY, {"payload": f"mail:{to_uuid}"})
             self._agent_row(conn, to_uuid)
             if from_uuid is not None:
                 self._agent_row(conn, from_uuid)

@@ -96,7 +96,14 @@ agents = sa.Table(
     # its model calls' place in the provider limiter (interactive, background)
     # for every turn, inherited by forks; NULL: each turn's, by who started it (0007)
     sa.Column("priority", sa.String(16), nullable=True),
+    # the daemon that runs it (daemons.id); NULL: none yet, the next daemon
+    # to look adopts it (0011)
+    sa.Column("daemon", sa.String(64), nullable=True),
+    # the seq of its next event, written when one daemon hands it to another
+    # (a move, a drain): its events' seqs go on there. NULL: from 1 (0011)
+    sa.Column("seq", sa.BigInteger(), nullable=True),
     sa.Index("ix_agents_parent_uuid", "parent_uuid"),
+    sa.Index("ix_agents_daemon", "daemon"),
     # a name is unique among live agents; dead ones keep theirs
     sa.Index(
         "ux_agents_live_name",
@@ -236,6 +243,31 @@ worktrees = sa.Table(
     sa.Column("repo", sa.Text(), nullable=False),  # the checkout it was made from
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("pruned_at", UTCDateTime(), nullable=True),
+)
+
+# Every daemon that joined this database (0011). A daemon renews its row's
+# heartbeat_at; one whose heartbeat is older than its lease is lost, and the
+# first daemon to see it so bumps its generation and marks it "lost": every
+# write a daemon makes checks, in its transaction, that its row still has the
+# generation it joined with (the fence), so a lost daemon writes nothing more.
+daemons = sa.Table(
+    "daemons",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("generation", sa.Integer(), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),  # up | draining | stopped | lost
+    sa.Column("host", sa.Text(), nullable=False),
+    sa.Column("pid", sa.Integer(), nullable=False),
+    sa.Column("home", sa.Text(), nullable=False),
+    sa.Column("socket", sa.Text(), nullable=False),
+    sa.Column("address", sa.Text(), nullable=True),  # HOST:PORT for other hosts; NULL: none
+    sa.Column("version", sa.String(64), nullable=False),
+    sa.Column("schema", sa.String(64), nullable=False),  # its code's schema revision
+    sa.Column("labels", sa.Text(), nullable=False),  # JSON list of strings
+    sa.Column("lease", sa.Float(), nullable=False),  # seconds
+    sa.Column("agents", sa.Integer(), nullable=False),  # running agents, at its last heartbeat
+    sa.Column("started_at", UTCDateTime(), nullable=False),
+    sa.Column("heartbeat_at", UTCDateTime(), nullable=False),
 )
 
 # Every tool-permission approval asked; a pending one (decided_at NULL)

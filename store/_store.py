@@ -11,6 +11,7 @@ the transactions, the lineage cache, the shared row writers):
     _turns.py     the durable prompt queue and turn boundaries
     _approvals.py tool calls asked about, and the permission rows of decisions
     _admin.py     rename, remove and purge; last activity; a lineage's outline
+    _cluster.py   daemons sharing the database: membership, ownership, the fence
     _listing.py   listings of every agent: usage and last activity kept up to date
     _transfer.py  a lineage as stored (export); a new agent from such rows (import)
     _rows.py      entries -> rows (with their checks), SQL rows -> records
@@ -22,6 +23,7 @@ from ._admin import AdminMixin
 from ._agents import AgentsMixin
 from ._approvals import ApprovalsMixin
 from ._budgets import BudgetsMixin
+from ._cluster import ClusterMixin
 from ._listing import ListingMixin
 from ._mail import MailMixin
 from ._messages import MessagesMixin
@@ -45,6 +47,7 @@ class Store(
     AdminMixin,
     ListingMixin,  # after AdminMixin: a purge tells it
     SchedulesMixin,
+    ClusterMixin,
 ):
     """SQL history of every agent: SQLite file (default) or PostgreSQL.
 

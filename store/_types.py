@@ -63,6 +63,8 @@ class AgentRecord(msgspec.Struct, frozen=True, kw_only=True):
     # its model calls' place in the provider limiter: interactive or
     # background; None: each turn's, by who started it (0007)
     priority: str | None = None
+    daemon: str | None = None  # the daemon that runs it (0011); None: not placed yet
+    seq: int | None = None  # its next event's seq after a hand-over (0011); None: 1
 
     @property
     def alive(self) -> bool:

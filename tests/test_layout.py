@@ -27,7 +27,7 @@ ALLOWED = {
     "ikictl": {"protocol", "providers", "ikigai"},
 }
 # the rooms of daemon/ (docs/architecture.md): nothing else at its top
-DAEMON_ROOMS = {"config", "methods", "server", "process"}
+DAEMON_ROOMS = {"config", "methods", "server", "process", "cluster"}
 DAEMON_TOP = {"__init__.py", "__main__.py"}
 
 
@@ -167,6 +167,7 @@ def _family(method: str) -> str:
         "agent.import": "transfer",
         "agent.approve": "approvals",
         "agent.set_budget": "budgets",
+        "agent.move": "cluster",
     }
     if method in fixed:
         return fixed[method]
@@ -182,6 +183,7 @@ def _family(method: str) -> str:
         "fleet": "fleet",
         "schedule": "schedules",
         "worktree": "worktrees",
+        "daemons": "cluster",
     }[prefix]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
-from ._config import LimiterConfig
+from ._config import LimiterConfig, default_max_concurrent
 from ._limiter import LimiterSnapshot, ProviderLimiter
 
 
@@ -23,17 +23,50 @@ def key_id(secret: str | None) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()[:12]
 
 
+def shared(config: LimiterConfig, provider: str, daemons: int) -> LimiterConfig:
+    """This daemon's share of a key's limits when ``daemons`` daemons use the
+    key (several on one database: docs/cluster.md). Each gets 1/N of every
+    configured rate and of the cap, so together they never pass the key's
+    limit; what the provider's headers say is learned by each as it is."""
+    if daemons <= 1:
+        return config
+    cap = config.max_concurrent or default_max_concurrent(provider)
+
+    def part(rate: float | None) -> float | None:
+        return None if rate is None else rate / daemons
+
+    return LimiterConfig(
+        max_concurrent=max(1, cap // daemons),
+        requests_per_minute=part(config.requests_per_minute),
+        input_tokens_per_minute=part(config.input_tokens_per_minute),
+        output_tokens_per_minute=part(config.output_tokens_per_minute),
+    )
+
+
 class Limiters:
     def __init__(self, configs: Mapping[str, LimiterConfig] | None = None):
         self._configs: dict[str, LimiterConfig] = dict(configs or {})
         self._limiters: dict[tuple[str, str], ProviderLimiter] = {}
+        self.daemons = 1  # daemons sharing the keys (set by daemon/cluster each heartbeat)
+
+    def _config(self, provider: str) -> LimiterConfig:
+        return shared(self._configs.get(provider) or LimiterConfig(), provider, self.daemons)
+
+    def set_daemons(self, daemons: int) -> None:
+        """How many daemons now share every key: each live limiter takes its share."""
+        daemons = max(1, daemons)
+        if daemons == self.daemons:
+            return
+        self.daemons = daemons
+        for (name, _), limiter in self._limiters.items():
+            limiter.configure(self._config(name))
 
     def get(self, provider: str, key: str = "") -> ProviderLimiter:
         """The limiter of ``provider`` with the key named ``key`` (a
         ``key_id`` or a variable name), made on first use."""
         limiter = self._limiters.get((provider, key))
         if limiter is None:
-            config = self._configs.get(provider)
+            config = self._config(provider)
             limiter = self._limiters[provider, key] = ProviderLimiter(provider, key, config)
         return limiter
 
@@ -46,7 +79,7 @@ class Limiters:
             self._configs[provider] = config
         for (name, _), limiter in self._limiters.items():
             if name == provider:
-                limiter.configure(config or LimiterConfig())
+                limiter.configure(self._config(name))
 
     def configured(self) -> list[str]:
         """The providers whose limits config sets."""

@@ -87,6 +87,19 @@ class Scheduler:
             with trio.move_on_after(wait):
                 await self._wake.wait()
 
+    def _mine(self, rec: ScheduleRecord) -> bool:
+        """Does this daemon fire ``rec``: the one that runs its agent, on a
+        database shared with other daemons (each due time fires once anyway:
+        a claim row)."""
+        return not self.sup.shared or rec.agent_uuid in self.sup.actors
+
+    async def reload(self) -> None:
+        """Agents were adopted: their schedules (made through any daemon) are read again."""
+        db = self.sup.db
+        for rec in await db.call(db.store.schedules):
+            self._keep(rec)
+        self.poke()
+
     def poke(self) -> None:
         """Something changed (added, paused, resumed, removed): look again."""
         self._wake.set()
@@ -106,7 +119,9 @@ class Scheduler:
         self.poke()
 
     def _until_next(self) -> float:
-        dues = [r.next_due for r in self._active.values() if r.next_due is not None]
+        dues = [
+            r.next_due for r in self._active.values() if r.next_due is not None and self._mine(r)
+        ]
         if not dues:
             return _MAX_SLEEP
         seconds = (min(dues) - self.now()).total_seconds()
@@ -117,6 +132,8 @@ class Scheduler:
     async def _fire_due(self) -> None:
         now = self.now()
         for rec in sorted(self._active.values(), key=lambda r: (r.next_due, r.id)):
+            if not self._mine(rec):
+                continue
             if self.sup._stopping:
                 return
             if rec.next_due is None or rec.next_due > now:

@@ -27,11 +27,11 @@ _ikictl() {
       return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "new send watch fork model system priority budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact diff merge worktrees schedule mail models status daemon keys chat approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "new send watch fork model system priority budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact diff merge worktrees schedule mail models status daemons move daemon keys chat approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
     return
   fi
   case "$cmd" in
-    new) opts="-h --help --json --no-autostart --socket --model -m --name -n --system -s --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --worktree --branch --from --no-thinking --no-wait --verbose -v --quiet -q"; agents=0; files=0; choices="" ;;
+    new) opts="-h --help --json --no-autostart --socket --model -m --name -n --system -s --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --worktree --branch --from --on --no-thinking --no-wait --verbose -v --quiet -q"; agents=0; files=0; choices="" ;;
     send) opts="-h --help --json --no-autostart --socket --continue -c --no-thinking --no-wait --verbose -v"; agents=1; files=0; choices="" ;;
     watch) opts="-h --help --json --no-autostart --socket --from --until-idle --no-thinking"; agents=1; files=0; choices="" ;;
     fork) opts="-h --help --json --no-autostart --socket --model -m --at --name -n --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --worktree --branch --from --count --prompts --no-thinking --no-wait --verbose -v --quiet -q"; agents=1; files=0; choices="" ;;
@@ -81,6 +81,8 @@ _ikictl() {
       esac ;;
     models) opts="-h --help --json --no-autostart --socket --offline"; agents=0; files=0; choices="" ;;
     status) opts="-h --help --json --no-autostart --socket"; agents=0; files=0; choices="" ;;
+    daemons) opts="-h --help --json --no-autostart --socket --all -a"; agents=0; files=0; choices="" ;;
+    move) opts="-h --help --json --no-autostart --socket --to"; agents=1; files=0; choices="" ;;
     daemon)
       if [[ -z $sub ]]; then
         COMPREPLY=($(compgen -W "start stop restart reload logs -h --help --json --no-autostart --socket" -- "$cur")); return

@@ -18,6 +18,8 @@ objects the daemon runs with. Where each key of the file lives:
 - ``budget``: ``budget.*`` (the daemon's daily spend, the default root
   budget); ``daily_limits`` turns them and ``providers.NAME.daily_budget_usd``
   into what the agents check;
+- ``cluster``: ``cluster.*`` (the daemon's id, lease, heartbeat, labels,
+  drain) among daemons sharing one PostgreSQL database;
 - ``_messages``: msgspec's errors as messages naming the file and the field.
 
 docs/configuration.md documents every key.

@@ -22,6 +22,7 @@ from msgspec import Meta
 from agents.permissions import Permissions
 from daemon.config._messages import ConfigError, convert, type_words
 from daemon.config.budget import BudgetConfig
+from daemon.config.cluster import ClusterConfig, cluster_fault
 from daemon.config.context import ContextConfig, context_fault
 from daemon.config.mcp import McpServerConfig, mcp_servers_one_by_one
 from daemon.config.policy import PolicyConfig, policy_fault
@@ -69,6 +70,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     mcp_servers: dict[str, McpServerConfig] = msgspec.field(default_factory=dict)
     stream: StreamConfig = msgspec.field(default_factory=StreamConfig)
     budget: BudgetConfig = msgspec.field(default_factory=BudgetConfig)
+    cluster: ClusterConfig = msgspec.field(default_factory=ClusterConfig)
     # false: no provider limiter at all (the benchmarks' baseline); read at start
     provider_limiter: bool = True
 
@@ -155,8 +157,12 @@ def _check(config: Config, where: str) -> None:
     for i, text in enumerate(config.fallback_models):
         check_model(text, catalog, f"{where}: fallback_models[{i}]")
     check_tools_env(config.tools.env, key_names(catalog), where)
-    fault = policy_fault(config.policies, config.policy) or context_fault(
-        config.context, config.providers, catalog, max_output_tokens=config.max_output_tokens
+    fault = (
+        policy_fault(config.policies, config.policy)
+        or context_fault(
+            config.context, config.providers, catalog, max_output_tokens=config.max_output_tokens
+        )
+        or cluster_fault(config.cluster)
     )
     if fault is not None:
         raise ConfigError(f"{where}: {fault}")

@@ -8,14 +8,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+import msgspec
+
 import protocol as p
 from agents import fork_names
 from agents.worktrees import Wish
 from daemon.methods._context import context_of
 from daemon.methods.budgets import budget_info, to_budget
+from daemon.methods.cluster import placement
 from daemon.methods.refusals import refusals
 from daemon.methods.shapes import Family, model_info, plain, stamp
 from daemon.methods.worktrees import looks
+from daemon.server.forwarding import Elsewhere
 from protocol import params as P
 from protocol import results as R
 
@@ -43,6 +47,9 @@ class AgentsApi(Family):
         }
 
     async def create(self, conn: Connection, params: P.Create) -> R.Created:
+        there = await placement(self, params.on)
+        if there is not None:  # made by that daemon, which then runs it
+            raise Elsewhere(there, "(new)", msgspec.structs.replace(params, on=there))
         with refusals():
             record, resolved, turn = await self.sup.create(
                 model=params.model or self.host.info.default_model,

@@ -17,6 +17,7 @@ from daemon.methods.admin import AdminApi
 from daemon.methods.agents import AgentsApi
 from daemon.methods.approvals import ApprovalsApi
 from daemon.methods.budgets import BudgetsApi
+from daemon.methods.cluster import ClusterApi
 from daemon.methods.daemon import DaemonApi
 from daemon.methods.fleet import FleetApi
 from daemon.methods.history import HistoryApi
@@ -27,6 +28,7 @@ from daemon.methods.schedules import SchedulesApi
 from daemon.methods.shapes import DaemonInfo, plain, stamp, tokens
 from daemon.methods.transfer import TransferApi
 from daemon.methods.worktrees import WorktreesApi
+from daemon.server.forwarding import Elsewhere
 from protocol import results as R
 from providers.catalog import Catalog
 from store import AgentNotFound, AgentRecord, AmbiguousAgent, WorktreeSpec
@@ -86,6 +88,7 @@ class Api:
             **FleetApi(self).handlers(),
             **SchedulesApi(self).handlers(),
             **self.worktree_api.handlers(),
+            **ClusterApi(self).handlers(),
         }
 
     # ------------------------------------------------------------ helpers
@@ -95,7 +98,7 @@ class Api:
 
     async def _record(self, ref: str) -> AgentRecord:
         try:
-            return await self.db.resolve(ref)
+            record = await self.db.resolve(ref)
         except AmbiguousAgent:
             # the candidates go in data only, so a client lists them once
             ref = ref.strip()
@@ -121,6 +124,26 @@ class Api:
             ) from None
         except AgentNotFound as e:
             raise p.RpcError(p.AGENT_NOT_FOUND, str(e)) from None
+        else:
+            self._here(record)
+            return record
+
+    def _here(self, record: AgentRecord) -> None:
+        """Nothing if this daemon may answer for the agent; Elsewhere (the
+        request goes to its daemon) if another daemon runs it."""
+        me = self.db.store.daemon_id
+        if not record.alive or record.daemon == me or me is None:
+            return
+        if record.uuid in self.sup.actors:
+            return
+        if record.daemon is None:
+            raise p.RpcError(
+                p.AGENT_UNAVAILABLE,
+                f"agent {record.name} ({record.uuid}) has no daemon at the moment: its daemon "
+                "was lost and another adopts it within the lease; try again shortly",
+                {"daemon": None},
+            )
+        raise Elsewhere(record.daemon, f"{record.name} ({record.uuid})")
 
     async def _actor(self, ref: str) -> Actor:
         # an exact id wins over every other reading of ``ref`` (AgentsMixin.resolve):
@@ -197,6 +220,7 @@ class Api:
             "mcp": mcp,
             "priority": actor.priority if actor else record.priority,
             "worktree": _brief(self.sup.worktrees.get(record.uuid)),
+            "daemon": record.daemon,
         }
 
     # ------------------------------------------------------------ daemon

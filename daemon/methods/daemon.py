@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 import protocol as p
+from daemon.methods.cluster import cluster_state
 from daemon.methods.shapes import Family
 from protocol import params as P
 from protocol import results as R
@@ -51,6 +52,7 @@ class DaemonApi(Family):
             "default_model": self.host.info.default_model,
             "max_line_bytes": self.host.info.max_line_bytes,
             "protocol_version": p.PROTOCOL_VERSION,
+            "cluster": cluster_state(self.host.info.membership),
         }
 
     async def shutdown(self, conn: Connection, params: P.NoParams) -> R.Ok:

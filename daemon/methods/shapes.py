@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from agents import Supervisor
     from agents.actor import Actor
     from agents.store import AsyncStore
+    from daemon.cluster import Membership
     from protocol import results as R
     from providers.catalog import Catalog
     from providers.modelspec import ResolvedModel
@@ -65,6 +66,7 @@ class DaemonInfo:
     reload: Callable[[], str | None]  # None: done; else why it was refused
     settings: Callable[[str], Any]  # provider name -> ProviderSettings
     max_line_bytes: int = 0  # the longest request line the socket takes (read at start)
+    membership: Membership | None = None  # this daemon among the database's (daemon/cluster)
 
 
 class ApiHost(Protocol):

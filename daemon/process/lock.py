@@ -8,7 +8,9 @@ locked before the store touches a row, for the daemon's whole life:
   which holds the holder's pid, socket and host as JSON. The kernel drops the
   lock when the process dies, even by ``kill -9``: a stale file never blocks.
 - PostgreSQL: a session advisory lock on a connection kept open for the
-  daemon's life (several daemons on one database are not supported yet). The
+  daemon's life, keyed by the daemon's id: several daemons share one
+  database (docs/cluster.md), but two with the same id (the same host and
+  IKIGAI_HOME, or the same ``cluster.id``) would be one member twice. The
   holder's JSON is the text of that connection's last query, which
   ``pg_stat_activity`` shows to the next daemon: no table needed.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -37,7 +40,6 @@ from store._engine import PG_CONNECT_TIMEOUT_S, normalize_url, sqlite_file, unre
 log = structlog.get_logger("ikigai.daemon")
 
 LOCK_SUFFIX = ".lock"
-PG_LOCK_KEY = 0x696B6967616964  # "ikigaid": one key per database (advisory locks are per database)
 _HOLDER_BYTES = 4096  # a holder's JSON is small; a larger file is not ours
 _HOLDER_WAIT_S = 1.0  # the holder writes its JSON just after taking the lock
 _DEAD_HOLDER_WAIT_S = 5.0  # for the server to notice that a killed daemon's session ended
@@ -94,7 +96,10 @@ def in_use_message(
         who.append(f"socket {sock}")
     text = f"another ikigaid ({', '.join(who)}) already uses the database {database}"
     if postgres:
-        text += " (one daemon per PostgreSQL database, until several are supported)"
+        text += (
+            " as the same daemon id (daemons sharing a PostgreSQL database need distinct"
+            " ids: give this one another IKIGAI_HOME or cluster.id)"
+        )
     reach = f"IKIGAI_SOCKET={sock} ikictl" if sock else "ikictl with that daemon's IKIGAI_SOCKET"
     stop = f"stop it first (kill {pid})" if pid else "stop it first"
     return f"{text}: use it through {reach}, or {stop}, or set another IKIGAI_DB_URL"
@@ -191,17 +196,25 @@ def _holder_sql(socket_path: Path) -> str:
     return f"SELECT '{text}' AS ikigaid_holder"
 
 
-_PG_HOLDER_QUERY = f"""
+_PG_HOLDER_QUERY = """
 SELECT a.query FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND l.classid::bigint = {PG_LOCK_KEY >> 32} AND l.objid::bigint = {PG_LOCK_KEY & 0xFFFFFFFF}
+  AND l.classid::bigint = {high} AND l.objid::bigint = {low}
 """
 
 
-def _pg_holder(conn: sa.Connection) -> dict[str, Any]:
+def pg_lock_key(daemon_id: str) -> int:
+    """The advisory lock of one daemon id: a signed 64-bit key."""
+    digest = hashlib.sha256(f"ikigaid:{daemon_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _pg_holder(conn: sa.Connection, key: int) -> dict[str, Any]:
+    unsigned = key & 0xFFFFFFFFFFFFFFFF
+    sql = _PG_HOLDER_QUERY.format(high=unsigned >> 32, low=unsigned & 0xFFFFFFFF)
     try:
-        query = conn.exec_driver_sql(_PG_HOLDER_QUERY).scalar()
+        query = conn.exec_driver_sql(sql).scalar()
     except exc.DBAPIError:
         return {}
     match = _HOLDER_SQL.search(query) if isinstance(query, str) else None
@@ -223,10 +236,10 @@ def _dead_here(holder: dict[str, Any]) -> bool:
     return False
 
 
-def _try_pg_lock(conn: sa.Connection, url: str, socket_path: Path) -> None:
+def _try_pg_lock(conn: sa.Connection, url: str, socket_path: Path, key: int) -> None:
     deadline = time.monotonic() + _DEAD_HOLDER_WAIT_S
-    while not conn.exec_driver_sql(f"SELECT pg_try_advisory_lock({PG_LOCK_KEY})").scalar():
-        holder = _pg_holder(conn)
+    while not conn.exec_driver_sql(f"SELECT pg_try_advisory_lock({key})").scalar():
+        holder = _pg_holder(conn, key)
         if not _dead_here(holder) or time.monotonic() > deadline:
             raise DatabaseInUse(
                 in_use_message(holder, display_url(url), socket_path, postgres=True)
@@ -234,7 +247,7 @@ def _try_pg_lock(conn: sa.Connection, url: str, socket_path: Path) -> None:
         time.sleep(0.05)
 
 
-def _lock_pg(url: str, socket_path: Path) -> _PgLock:
+def _lock_pg(url: str, socket_path: Path, key: int) -> _PgLock:
     engine = sa.create_engine(
         url,
         poolclass=NullPool,
@@ -247,7 +260,7 @@ def _lock_pg(url: str, socket_path: Path) -> _PgLock:
         engine.dispose()
         raise unreachable(url, e) from None
     try:
-        _try_pg_lock(conn, url, socket_path)
+        _try_pg_lock(conn, url, socket_path, key)
         # the last statement of this connection: what pg_stat_activity shows the next daemon
         conn.exec_driver_sql(_holder_sql(socket_path))
     except BaseException as e:
@@ -259,12 +272,13 @@ def _lock_pg(url: str, socket_path: Path) -> _PgLock:
     return _PgLock(engine, conn)
 
 
-def hold_database(url: str, socket_path: Path) -> DatabaseLock:
-    """Lock the database at ``url`` for this daemon, or raise DatabaseInUse
-    naming the daemon that holds it (LockError or a StoreError for other failures)."""
+def hold_database(url: str, socket_path: Path, daemon_id: str = "") -> DatabaseLock:
+    """Lock the database at ``url`` for this daemon (on PostgreSQL: for this
+    daemon id), or raise DatabaseInUse naming the daemon that holds it
+    (LockError or a StoreError for other failures)."""
     url = normalize_url(url)
     if url.startswith("postgresql"):
-        return _lock_pg(url, socket_path)
+        return _lock_pg(url, socket_path, pg_lock_key(daemon_id))
     db = sqlite_file(url)
     if db is None:
         return DatabaseLock()  # in memory: no other process can open it

@@ -10,11 +10,9 @@ socket, report readiness, and stop gracefully.
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import os
 import signal
-import socket
 import stat
 import time
 from pathlib import Path
@@ -34,6 +32,11 @@ from agents.tools import (
     discover_external_tools,
 )
 from agents.tools.mcp import McpHub, McpServerSpec, ServerState
+from daemon.cluster import Membership, daemon_id
+from daemon.cluster.listen import Listener
+from daemon.cluster.peers import Peers
+from daemon.cluster.startup import CLUSTER_SECRET, joining, listen_for_peers, open_store
+from daemon.cluster.tcp import serve_peers
 from daemon.config import (
     Config,
     ConfigError,
@@ -50,87 +53,24 @@ from daemon.methods.api import Api, DaemonInfo
 from daemon.methods.mcp import server_event
 from daemon.process.lock import hold_database
 from daemon.process.logs import register_secrets
+from daemon.process.sockets import (
+    AlreadyRunning,
+    StartupError,
+    activated_socket,
+    bind_socket,
+    sd_notify,
+    socket_in_use,
+)
 from daemon.server import ControlServer
 from daemon.server.events import DaemonEvents
 from protocol.credentials import load_credentials, secret_values
-from protocol.paths import Paths, ensure_private_dir
-from store import Store, display_url, sqlite_file
+from protocol.paths import Paths
+from store import display_url, sqlite_file
 
 log = structlog.get_logger("ikigai.daemon")
 
 
-class AlreadyRunning(RuntimeError):
-    """Another daemon answers on the socket."""
-
-
 GC_THRESHOLDS = (10_000, 20, 100)  # set once the daemon is ready: why in Daemon.run
-
-
-class StartupError(RuntimeError):
-    """The daemon cannot start: the message says why and how to fix it."""
-
-
-def _socket_answers(path: Path) -> bool:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(1.0)
-    try:
-        s.connect(str(path))
-    except OSError:
-        return False
-    finally:
-        s.close()
-    return True
-
-
-def bind_socket(path: Path) -> socket.socket:
-    """A listening Unix socket at ``path`` (folder 0700, socket 0600). A stale
-    socket is removed only if it is a socket and nobody answers on it."""
-    ensure_private_dir(path.parent)
-    if path.exists() or path.is_symlink():
-        if not stat.S_ISSOCK(path.lstat().st_mode):
-            raise StartupError(
-                f"{path} exists and is not a socket: move it away or set IKIGAI_SOCKET"
-            )
-        if _socket_answers(path):
-            raise AlreadyRunning(f"another ikigaid is already running on {path}")
-        path.unlink()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        sock.bind(str(path))
-    finally:
-        os.umask(old)
-    os.chmod(path, 0o600)
-    sock.listen(4096)  # bursts of clients (scripts in loops) must not be refused
-    return sock
-
-
-def activated_socket() -> socket.socket | None:
-    """The listening socket systemd passed (LISTEN_FDS), if any."""
-    if os.environ.get("LISTEN_PID") != str(os.getpid()):
-        return None
-    count = int(os.environ.get("LISTEN_FDS", "0") or 0)
-    if count < 1:
-        return None
-    for name in ("LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"):
-        os.environ.pop(name, None)
-    return socket.socket(fileno=3)
-
-
-def sd_notify(message: str) -> bool:
-    """Tell systemd (NOTIFY_SOCKET) about our state; False when nobody listens."""
-    address = os.environ.get("NOTIFY_SOCKET")
-    if not address:
-        return False
-    if address.startswith("@"):
-        address = "\0" + address[1:]
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(address)
-            s.sendall(message.encode())
-        except OSError:
-            return False
-    return True
 
 
 def _keys(config: Config, credentials: dict[str, str], env: dict[str, str]) -> list[str]:
@@ -226,6 +166,7 @@ class Daemon:
         self.sandbox_ok = False  # bubblewrap works here (checked once at start)
         self.hub: McpHub | None = None  # the MCP servers (none configured: an empty hub)
         self.events = DaemonEvents()  # for daemon.subscribe
+        self.membership: Membership | None = None  # among the database's daemons
 
     def request_shutdown(self) -> None:
         self._stopping.set()
@@ -280,11 +221,23 @@ class Daemon:
         self.keys = loaded.keys
         settings = settings_factory(config, credentials, self.env, catalog)
         url = self.env.get("IKIGAI_DB_URL") or config.database_url or self.paths.db_url
-        # one daemon per database: locked before the store touches a row
-        db_lock = await trio.to_thread.run_sync(hold_database, url, self.paths.socket)
+        home = self.paths.home or self.paths.config_file.parent
+        my_id = daemon_id(home, config.cluster.id)
+        # one daemon per SQLite file, one per daemon id on PostgreSQL: locked
+        # before the store touches a row
+        db_lock = await trio.to_thread.run_sync(hold_database, url, self.paths.socket, my_id)
+        secret = credentials.get(CLUSTER_SECRET)
+        peer_sock, port = listen_for_peers(config.cluster, secret)
         try:
-            store = await trio.to_thread.run_sync(Store, url)
+            store = await trio.to_thread.run_sync(open_store, url)
+            me = joining(my_id, config.cluster, home, self.paths.socket, store.revision, port)
+            self.membership = Membership(store, config.cluster, me)
+            restore_only = await trio.to_thread.run_sync(self.membership.join)
         except BaseException:
+            if "store" in locals():
+                store.close()
+            if peer_sock is not None:
+                peer_sock.close()
             db_lock.release()
             raise
         try:
@@ -334,6 +287,10 @@ class Daemon:
                 build_permissions(config, sandbox_available=self.sandbox_ok),
                 mcp=self.hub,
             )
+            self.sup.restore_only = restore_only
+            self.sup.shared = store.shared
+            self.sup.deps.lease_held = self.membership.lease_held
+            self.membership.sup = self.sup
             async with trio.open_nursery() as nursery:
                 # before the supervisor: restored agents may use their servers at once.
                 # Cancelled with the nursery once the supervisor has stopped; it
@@ -341,6 +298,9 @@ class Daemon:
                 await nursery.start(self.hub.run)
                 self.sup.scheduler.publish = self.events.publish
                 await nursery.start(self.sup.run)
+                await nursery.start(self.membership.run)
+                if store.shared:  # the other daemons' mail and turn ends
+                    await nursery.start(Listener(store, self.sup).run)
                 info = self.info = DaemonInfo(
                     socket=str(self.paths.socket),
                     database=display_url(url),
@@ -351,6 +311,7 @@ class Daemon:
                     reload=self.reload,
                     settings=lambda name: self.pool._settings(name),  # type: ignore[union-attr]
                     max_line_bytes=config.max_line_bytes,
+                    membership=self.membership,
                 )
                 api = Api(self.sup, catalog, info)
                 self.server = ControlServer(
@@ -359,6 +320,13 @@ class Daemon:
                     flush_interval=config.stream.flush_interval,
                 )
                 self.events.server = self.server
+                peers = Peers(store, my_id, me.host, secret)
+                await nursery.start(peers.run)
+                if peer_sock is not None:  # daemons of other hosts, authenticated
+                    assert secret is not None
+                    await nursery.start(serve_peers, self.server, peer_sock, secret, my_id)
+                self.server.forwarder = peers
+                self.membership.peers = peers
                 trio_sock = trio.socket.from_stdlib_socket(listener)
                 await nursery.start(self.server.serve, trio_sock)
                 # signals are handled before readiness is announced: a SIGTERM
@@ -384,7 +352,10 @@ class Daemon:
                 await self._stopping.wait()
                 sd_notify("STOPPING=1")
                 log.info("shutting down", grace=config.shutdown_grace)
+                if config.cluster.drain and store.shared:  # a rolling restart loses nothing
+                    await self.membership.drain(config.shutdown_grace)
                 await self.sup.shutdown(config.shutdown_grace)
+                await self.membership.leave()
                 with trio.move_on_after(2):
                     await self.server.drain()
                 nursery.cancel_scope.cancel()
@@ -394,6 +365,8 @@ class Daemon:
                     await self.pool.aclose()
                 await trio.to_thread.run_sync(store.close)
             listener.close()
+            if peer_sock is not None:
+                peer_sock.close()
             with contextlib.suppress(OSError):
                 if stat.S_ISSOCK(self.paths.socket.lstat().st_mode):
                     self.paths.socket.unlink()
@@ -424,15 +397,6 @@ class Daemon:
                 else:
                     log.info("signal received", signal=signal.Signals(signum).name)
                     self.request_shutdown()
-
-
-def socket_in_use(path: Path) -> bool:
-    try:
-        return stat.S_ISSOCK(path.lstat().st_mode) and _socket_answers(path)
-    except OSError as e:
-        if e.errno == errno.ENOENT:
-            return False
-        raise
 
 
 __all__ = ["AlreadyRunning", "Daemon", "StartupError", "bind_socket", "sd_notify", "socket_in_use"]

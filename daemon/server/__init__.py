@@ -4,10 +4,13 @@
 - ``connection``: one client's connection: reader, writer, backpressure, calls;
 - ``server``: the listening socket, peer checks, draining at shutdown;
 - ``subscriptions``: agent events to subscribed connections (``lagged``);
-- ``events``: ``daemon.subscribe``'s daemon-wide events.
+- ``events``: ``daemon.subscribe``'s daemon-wide events;
+- ``forwarding``: requests for agents another daemon runs, and relayed
+  subscriptions.
 """
 
 from daemon.server.connection import Connection, Handler
+from daemon.server.forwarding import Elsewhere
 from daemon.server.server import ControlServer
 
-__all__ = ["Connection", "ControlServer", "Handler"]
+__all__ = ["Connection", "ControlServer", "Elsewhere", "Handler"]

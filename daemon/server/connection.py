@@ -21,6 +21,7 @@ import trio
 
 import protocol as p
 from agents.eventlog import EventLog
+from daemon.server.forwarding import Elsewhere, Relay, answer_elsewhere
 from daemon.server.lines import MAYBE_SURROGATE, Refusal, id_problem, parse_line
 from daemon.server.subscriptions import Forward
 from protocol.params import decode_params, excerpt, lone_surrogate
@@ -87,7 +88,7 @@ class Connection:
         self._parked: trio.lowlevel.Task | None = None  # the writer, waiting for lines
         self._ending = False  # the writer sends what is queued, then ends
         self.event_room = server.client_buffer - _ANSWER_ROOM
-        self.subscriptions: dict[int, Forward] = {}
+        self.subscriptions: dict[int, Forward | Relay] = {}
         self._sub_ids = itertools.count(1)
         self.nursery: trio.Nursery | None = None
         self.closed = False
@@ -406,7 +407,10 @@ class Connection:
 
     async def _answer(self, rid: Any, method: str, handler: Handler, params: Any) -> None:
         try:
-            result = await handler(self, params)
+            try:
+                result = await handler(self, params)
+            except Elsewhere as where:  # another daemon runs the agent: its answer
+                result = await answer_elsewhere(self, rid, method, params, where)
         except p.RpcError as e:
             if rid is not None:
                 self.fail(rid, e)

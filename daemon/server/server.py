@@ -12,6 +12,7 @@ import trio
 
 import protocol as p
 from daemon.server.connection import Connection, Handler
+from daemon.server.forwarding import Forwarder
 from protocol.params import PARAMS
 
 log = structlog.get_logger("ikigai.control")
@@ -51,6 +52,9 @@ class ControlServer:
         self.check_uid = check_uid
         self.flush_interval = flush_interval  # seconds; config stream.flush_interval
         self.connections: set[Connection] = set()
+        # asks other daemons for the agents they run (daemon/cluster/peers.py);
+        # None: every agent is this daemon's
+        self.forwarder: Forwarder | None = None
 
     async def serve(
         self,
@@ -78,6 +82,11 @@ class ControlServer:
                 log.warning("refused a connection from another user", peer_uid=uid)
                 await stream.aclose()
                 return
+        await self.serve_connection(stream)
+
+    async def serve_connection(self, stream: trio.SocketStream) -> None:
+        """One client's connection, until it ends (one already vetted: the
+        Unix socket's peer checked, or another daemon authenticated)."""
         conn = Connection(stream, self)
         self.connections.add(conn)
         try:

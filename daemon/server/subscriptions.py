@@ -143,7 +143,7 @@ class Forward:
 
     def end(self) -> None:
         """The agent ended: the subscription ends after what was sent."""
-        self._finish("agent ended")
+        self._finish(self.log.end_reason)
 
     def cancel(self) -> None:
         """agent.unsubscribe or the connection's end: stop, say nothing."""

@@ -527,7 +527,16 @@ least possible work (the lean relay of the e2e rows is that floor).
   `bench_worktree.py` (one `agent.fork {worktree: true}` through a real
   `ikigaid` on a repository of 10,000 files, the worktree removed between
   runs; comparison: `git worktree add -b` alone on the same repository, run
-  as a process by the bench: the cost ikigai adds).
+  as a process by the bench: the cost ikigai adds),
+  `bench_cluster.py` (two `ikigaid` on one PostgreSQL database, issue 32;
+  needs `IKIGAI_TEST_PG_URL`, else skipped: `agent.show` and `agent.history
+  limit 1` of an agent asked of the other daemon, forwarded, vs of its
+  owner; event latency from the fake's write of a subscriber on the other
+  daemon, through the relay, vs one on the owner, and the relay's extra
+  latency per event; failover after kill -9, median and max of 10 kills
+  until the survivor answers as the owner; comparison: the configured bound,
+  lease + heartbeat; delivered events/s of 20 agents streaming back to back
+  split over 2 daemons vs all on 1, on the same cores).
   `bench_e2e.py` also runs its 100-agent load through a second
   daemon with `provider_limiter: false`: the limiter's own CPU per event.
 """
@@ -587,6 +596,8 @@ def _scripts(results: Results) -> list[str]:
     out = ["| script | seconds | status |", "|---|---:|---|"]
     for name, info in scripts.items():
         status = "ok" if info.get("ok") else f"**failed**: {_cell(str(info.get('error', '?')))}"
+        if info.get("ok") and info.get("skipped"):
+            status = f"skipped: {_cell(str(info['skipped']))}"
         out.append(f"| `bench_{name}.py` | {fmt(info.get('seconds'))} | {status} |")
     return out
 

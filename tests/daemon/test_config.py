@@ -160,12 +160,23 @@ def test_type_errors(data, message):
     assert bad(data) == f"{FILE}: {message}"
 
 
+def test_cluster_section_faults_are_named():
+    assert bad({"cluster": {"lease": 4, "heartbeat": 3}}) == (
+        f"{FILE}: cluster.heartbeat (3 s) must be at most half of cluster.lease (4 s): "
+        "one missed heartbeat must not lose the lease"
+    )
+    assert bad({"cluster": {"lease": 0.5}}).startswith(f"{FILE}: cluster.lease: ")
+    assert bad({"cluster": {"id": "has space"}}).startswith(f"{FILE}: cluster.id: ")
+    assert bad({"cluster": {"listen": "nowhere"}}).startswith(f"{FILE}: cluster.listen: ")
+    assert "unknown key" in bad({"cluster": {"leases": 3}})
+
+
 def test_unknown_top_level_key_is_named():
     assert bad({"default_modle": "gpt-4o"}) == (
         f"{FILE}: default_modle: unknown key (known keys: default_model, default_thinking, "
         "providers, max_output_tokens, max_tool_turns, tool_folders, tools, fallback_models, "
         "autostart, database_url, log_level, shutdown_grace, max_line_bytes, policy, policies, "
-        "approval_timeout, context, mcp_servers, stream, budget, provider_limiter)"
+        "approval_timeout, context, mcp_servers, stream, budget, cluster, provider_limiter)"
     )
 
 

@@ -40,7 +40,7 @@ THROWAWAY = ["tw-a", "tw-b", "tw-c"]
 MUTATING = {"agent.kill", "agent.cancel", "agent.clear", "agent.rewind", "agent.mark", "agent.set_model", "agent.set_system", "agent.prompt", "mail.send", "agent.compact", "agent.rename", "agent.remove", "schedule.add"}
 EXCLUDED = {"daemon.shutdown", "daemon.reload"}  # the daemon must keep running as it is
 METHODS = sorted(set(PARAMS) - EXCLUDED)
-CODES = {-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32004, -32005, -32007, -32008}
+CODES = {-32700, -32600, -32601, -32602, -32001, -32002, -32003, -32004, -32005, -32007, -32008, -32009}
 
 MAX_EXAMPLES = 6000
 BUDGET = 60.0  # seconds of fuzzing at most; cases after it are not run (and not counted)
@@ -218,8 +218,10 @@ _by_field: dict[str, Any] = {
     "into": st.sampled_from(["main", "nope", "-x"]) | _plain | st.none(),
     "message": _plain | st.none(),
     "agents": st.lists(_agent_refs, max_size=3) | st.none(),
+    # agent.create {on}: this daemon (alone on its SQLite file), "any", or nobody
+    "on": st.sampled_from(["any", "nope", ""]) | _plain | st.none(),
 }
-_BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread", "blocks", "signatures", "purge", "force", "dry_run", "clear", "all", "fork", "allow_fast", "prune_worktree", "disk", "stat", "squash"}
+_BOOLEANS = {"wait", "queue", "at_boundary", "include_dead", "descendants", "unread", "blocks", "signatures", "purge", "force", "dry_run", "clear", "all", "fork", "allow_fast", "prune_worktree", "disk", "stat", "squash", "include_gone"}
 
 
 @st.composite

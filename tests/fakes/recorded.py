@@ -17,6 +17,9 @@ class RecordedRequest:
     index: int = 0  # order of arrival, from 0
     json: Any = field(default=None)
     tokens: int | None = None  # input tokens, counted for a model with a window (tests/fakes/window.py)
+    # trio clock when it arrived, and when its answer ended (sent, or the client gone)
+    arrived: float = 0.0
+    finished: float | None = None
 
     def __post_init__(self) -> None:
         if self.body and self.json is None:

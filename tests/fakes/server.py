@@ -110,18 +110,22 @@ class FakeProvider:
     async def _connection(self, stream: trio.SocketStream) -> None:
         self.connections += 1
         conn = h11.Connection(h11.SERVER)
+        request = None
         try:
             while True:
                 request = await self._read(stream, conn)
                 if request is None:
                     return
                 await self._respond(stream, conn, request)
+                request.finished = trio.current_time()
                 if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                     return
                 conn.start_next_cycle()
         except (_Closed, trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
             return
         finally:
+            if request is not None and request.finished is None:
+                request.finished = trio.current_time()
             with trio.CancelScope(shield=True):
                 await stream.aclose()
 
@@ -150,6 +154,7 @@ class FakeProvider:
                     headers={k.decode().lower(): v.decode() for k, v in head.headers},
                     body=bytes(body),
                     index=len(self.requests),
+                    arrived=trio.current_time(),
                 )
                 self.requests.append(recorded)
                 self._arrival.set()
@@ -312,7 +317,10 @@ class FakeProvider:
                     raise _Closed
                 assert isinstance(fault, Stall)
                 if fault.seconds is None:
-                    await trio.sleep_forever()
+                    # until the client leaves: reading tells when it has
+                    while await stream.receive_some(65536):
+                        pass
+                    raise _Closed
                 await trio.sleep(fault.seconds)
                 limit = None
                 if not piece:

@@ -123,6 +123,7 @@ def db_url(engine_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> 
         conn.exec_driver_sql("DELETE FROM mail")
         conn.exec_driver_sql("DELETE FROM prompt_queue")
         conn.exec_driver_sql("DELETE FROM budgets")
+        conn.exec_driver_sql("DELETE FROM daemons")
         conn.exec_driver_sql("UPDATE agents SET fork_message_id = NULL")
         conn.exec_driver_sql("DELETE FROM messages")
         conn.exec_driver_sql("DELETE FROM agents")

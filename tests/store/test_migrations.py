@@ -20,6 +20,7 @@ TABLES = {
     "prompt_queue",
     "approvals",
     "worktrees",
+    "daemons",
     "budgets",
     "schedules",
     "schedule_runs",

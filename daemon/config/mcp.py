@@ -170,7 +170,9 @@ def _fault(s: McpServerConfig, at: str) -> str | None:
         if fault is not None:
             return f"{field}: {fault}"
     if s.cwd is not None and not os.path.isdir(s.cwd):
-        return f"{at}.cwd: {s.cwd} is not a folder"
+        # cut: a hostile value is quoted in part, never whole
+        shown = s.cwd if len(s.cwd) <= _QUOTED else f"{s.cwd[:_QUOTED]}…"
+        return f"{at}.cwd: {shown} is not a folder"
     return None
 
 

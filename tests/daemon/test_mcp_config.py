@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from daemon.config import Config, ConfigError, parse_config
@@ -160,6 +160,7 @@ _FIELDS = ["command", "args", "env", "cwd", "url", "headers", "default", "start"
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(name="git", fields={"command": "a", "cwd": "x" * 10_000})  # a missing folder, cut
 @given(
     name=st.one_of(st.text(max_size=40), st.just("n" * 10_000), st.just("git")),
     fields=st.dictionaries(st.sampled_from(_FIELDS), _HOSTILE, max_size=5),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import Cluster
+from tests.cluster.conftest import Cluster, until
 from tests.fakes.script import Reply
 
 pytestmark = pytest.mark.postgres
@@ -58,9 +58,17 @@ async def test_every_agent_method_through_a_daemon_that_does_not_run_it(
     assert (await a.call("agent.rewind", agent="w", label="m1"))["message_id"] > 0
     assert (await a.call("agent.cancel", agent="w")) == {"cancelled": False}
     sent = await a.call("mail.send", to="w", text="a letter")
+
+    async def read_and_idle() -> bool:
+        # the mail is taken as a prompt: a turn of its own, then idle again
+        shown = await b.call("agent.show", agent="w")
+        unread = await b.call("mail.inbox", agent="w", unread=True)
+        return not unread and shown["state"] == "idle" and not shown["queued"]
+
+    await until(read_and_idle, 30)
     inbox = await b.call("mail.inbox", agent="w")
     assert sent["id"] in [m["id"] for m in inbox]
-    assert await a.call("mail.inbox", agent="w") == await b.call("mail.inbox", agent="w")
+    assert await a.call("mail.inbox", agent="w") == inbox
     compacted = await a.call("agent.compact", agent="w")
     assert "compacted" in compacted
     assert (await a.call("agent.clear", agent="w"))["message_id"] > 0

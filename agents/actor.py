@@ -19,7 +19,7 @@ import structlog
 import trio
 
 from providers.modelspec import ResolvedModel
-from providers.types import Message, ThinkingLevel
+from providers.types import ImageBlock, Message, ThinkingLevel
 from store import AgentRecord, InvalidEntry
 
 from . import _mcp_select as mcp_select
@@ -50,6 +50,8 @@ class _Prompt:
     # an idle agent's prompt is acknowledged by its turn's start (one write,
     # no queue row): the submitter waits on this for the stored first row
     ack: StartAck | None = None
+    # pictures sent with the prompt (agent.prompt attachments), after its text
+    images: list[ImageBlock] = field(default_factory=list)
 
 
 @dataclass
@@ -246,7 +248,12 @@ class Actor:
         return f"{self.uuid[-8:]}-{uuidlib.uuid4().hex[:8]}"
 
     async def submit(
-        self, text: str, *, mail_ids: list[int] | None = None, priority: str = "interactive"
+        self,
+        text: str,
+        *,
+        mail_ids: list[int] | None = None,
+        priority: str = "interactive",
+        images: list[ImageBlock] | None = None,
     ) -> tuple[str, int]:
         """Queue a prompt, committed to the store before this returns (with
         ``mail_ids``, that mail is marked read in the same transaction).
@@ -262,14 +269,17 @@ class Actor:
         async with self._submit_lock:
             if not mail_ids and self._idle():
                 ack = StartAck()
-                self._queue.append(
-                    _Prompt(turn=turn, text=text, queue_id=None, priority=priority, ack=ack)
-                )
+                pictures = list(images or ())
+                prompt = _Prompt(turn, text, None, priority=priority, ack=ack, images=pictures)
+                self._queue.append(prompt)
                 self._poke()
             else:
                 ack = None
-                queued = await self.deps.db.enqueue_prompt(self.uuid, turn, text, mail_ids=mail_ids)
-                self.restore_prompt(turn, text, queued.id, priority=priority)
+                stored = [{"media_type": i.media_type, "data": i.data or ""} for i in images or ()]
+                queued = await self.deps.db.enqueue_prompt(
+                    self.uuid, turn, text, mail_ids=mail_ids, images=stored
+                )
+                self.restore_prompt(turn, text, queued.id, priority=priority, images=queued.images)
         if ack is not None:
             # like a store call, not abandoned halfway: the answer says whether it is stored
             with trio.CancelScope(shield=True):
@@ -312,11 +322,20 @@ class Actor:
         self._poke()
 
     def restore_prompt(
-        self, turn: str, text: str, queue_id: int | None, *, priority: str = "background"
+        self,
+        turn: str,
+        text: str,
+        queue_id: int | None,
+        *,
+        priority: str = "background",
+        images: list[dict[str, str]] | None = None,
     ) -> None:
         """Queue a prompt already stored (on restore, in the store's order:
         nobody's call waits on it any more, so background by default)."""
-        self._queue.append(_Prompt(turn=turn, text=text, queue_id=queue_id, priority=priority))
+        pictures = [ImageBlock(media_type=i["media_type"], data=i["data"]) for i in images or ()]
+        self._queue.append(
+            _Prompt(turn=turn, text=text, queue_id=queue_id, priority=priority, images=pictures)
+        )
         self._poke()
 
     def knows_turn(self, turn: str) -> bool:
@@ -543,6 +562,7 @@ class Actor:
             resume_from=cmd.resume_from,
             priority=self.priority or cmd.priority,
             ack=cmd.ack,
+            images=cmd.images,
         )
         self._running = turn
         try:

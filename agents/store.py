@@ -348,9 +348,16 @@ class AsyncStore:
         return (await self.call(self.store.append_user, uuid, message)).id
 
     async def enqueue_prompt(
-        self, uuid: str, turn: str, text: str, *, mail_ids: list[int] | None = None
+        self,
+        uuid: str,
+        turn: str,
+        text: str,
+        *,
+        mail_ids: list[int] | None = None,
+        images: list[dict[str, str]] | None = None,
     ) -> QueuedPrompt:
-        return await self.call(self.store.enqueue_prompt, uuid, turn, text, mail_ids=mail_ids or ())
+        enqueue, ids, pictures = self.store.enqueue_prompt, mail_ids or (), images or ()
+        return await self.call(enqueue, uuid, turn, text, mail_ids=ids, images=pictures)
 
     async def start_turn(
         self, uuid: str, message: Message, *, queue_id: int | None, turn: str

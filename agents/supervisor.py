@@ -20,7 +20,7 @@ import trio
 
 from providers.modelspec import ResolvedModel, resolve_model
 from providers.secrets import scrub
-from providers.types import ThinkingLevel
+from providers.types import ImageBlock, ThinkingLevel
 from store import ApprovalRecord, Budget, StoreError, WorktreeSpec
 
 from . import _mcp_select as mcp_select
@@ -38,7 +38,7 @@ from .compactor import CompactOutcome, ContextStatus, context_status
 from .deps import ActorDeps, AgentConfig
 from .errors import AgentError
 from .events import AgentEnded, Notice
-from .permissions import Permissions, dump_chain
+from .permissions import Permissions, dump_chain, parse_chain
 from .permissions._gate import Approvals
 from .pool import ProviderPool
 from .schedules import Scheduler
@@ -409,12 +409,15 @@ class Supervisor(SharedDatabase):
             self.tell_others(f"turn:{uuid}")
         return doomed
 
-    async def prompt(self, actor: Actor, text: str) -> tuple[str, int]:
-        """Queue a prompt; committed when this returns. (turn id, position)."""
+    async def prompt(
+        self, actor: Actor, text: str, images: list[ImageBlock] | None = None
+    ) -> tuple[str, int]:
+        """Queue a prompt (with pictures after its text); committed when this
+        returns. (turn id, position)."""
         if not text.strip():
             raise AgentError("the prompt is empty")
         try:
-            return await actor.submit(text)
+            return await actor.submit(text, images=images)
         except StoreError as e:
             raise AgentError(str(e)) from None
 
@@ -552,6 +555,28 @@ class Supervisor(SharedDatabase):
         while (parent := self._parents.get(uuid)) is not None and seen < 10_000:
             uuid, seen = parent, seen + 1
         return uuid
+
+    async def set_policy(self, ref: str, policy: str | None) -> list[str]:
+        """The agent's own policy (None: its parent's chain, or the configured
+        default for a root), stored; its next tool call is gated by it. A fork
+        keeps its ancestors' policies before its own: it can only narrow them."""
+        actor = await self.live(ref)
+        record = await self.resolve(actor.uuid)
+        inherited: list[str] | None = None
+        if record.parent_uuid is not None:
+            parent = self.actors.get(record.parent_uuid)
+            if parent is not None:
+                inherited = parent.policy
+            else:
+                inherited = parse_chain((await self.resolve(record.parent_uuid)).policy)
+        if policy is None:
+            chain = inherited
+        else:
+            own = self._policy_name(policy)
+            chain = [*self.deps.permissions.names(inherited), own] if record.parent_uuid else [own]
+        await self.db.call(self.db.store.set_policy, actor.uuid, dump_chain(chain))
+        actor.policy = chain
+        return self.deps.permissions.names(chain)
 
     async def set_priority(self, ref: str, priority: str | None) -> str | None:
         """The agent's own priority for its model calls (None: each turn's,

@@ -23,6 +23,7 @@ from providers.errors import transport_error
 from providers.limits import output_cap
 from providers.secrets import scrub
 from providers.types import (
+    ImageBlock,
     Message,
     ProviderError,
     Request,
@@ -111,8 +112,10 @@ class Turn(FittingSteps):
         resume_from: int | None = None,
         priority: str = "interactive",
         ack: StartAck | None = None,
+        images: list[ImageBlock] | None = None,
     ) -> None:
         self.host = host
+        self.images = images or []  # pictures sent with the prompt, after its text
         # a prompt to an idle agent: its submitter is answered by this turn's start
         self.ack = ack
         # its model calls' place in the provider limiter's queue (agents/limited.py)
@@ -171,7 +174,7 @@ class Turn(FittingSteps):
                     if context and context[-1].role == "assistant":
                         resumed = context[-1].tool_calls or None
                 else:
-                    user = Message(role="user", content=[TextBlock(text=self.text)])
+                    user = Message(role="user", content=[TextBlock(text=self.text), *self.images])
                     # shielded: a cancel that comes this early still finds the
                     # prompt in history (then marked interrupted), never lost
                     with trio.CancelScope(shield=True):

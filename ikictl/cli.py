@@ -112,6 +112,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "daemon": ("start, stop, restart or reload the daemon, or read its log", ""),
     "keys": ("set, remove or list the providers' API keys (never shown)", "keys:cmd_keys"),
     "chat": ("an interactive REPL on an agent, with slash commands", "repl:cmd_chat"),
+    "acp": (
+        "serve an editor (Zed, JetBrains, Neovim) over the Agent Client Protocol on stdio",
+        "acp:cmd_acp",
+    ),
     "approvals": ("list the tool calls waiting for an answer", "approvals:cmd_approvals"),
     "approve": ("allow a pending tool call (once, or remembered)", "approvals:cmd_approve"),
     "deny": ("refuse a pending tool call (the model reads the reason)", "approvals:cmd_deny"),
@@ -330,7 +334,12 @@ def _check_chat(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 
 
 def _fill(cmd: argparse.ArgumentParser, name: str, glob: argparse.ArgumentParser) -> None:
-    add = globals().get(f"_add_{name}") or getattr(_parsers, f"_add_{name}")
+    add = globals().get(f"_add_{name}") or getattr(_parsers, f"_add_{name}", None)
+    if add is None:  # a command whose options live with it (imported only when named)
+        import importlib
+
+        module = importlib.import_module(f"ikictl.{COMMANDS[name][1].split(':')[0]}")
+        add = getattr(module, f"_add_{name}")
     if name in SUBACTIONS:
         add(cmd, glob)
     else:

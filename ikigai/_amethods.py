@@ -192,31 +192,48 @@ class AsyncMethods:
     async def show(self, agent: str) -> R.ShownAgent:
         return await self.call(p.AGENT_SHOW, {"agent": agent})
 
-    async def prompt(self, agent: str, text: str) -> AsyncTurn:
+    async def prompt(
+        self, agent: str, text: str, *, attachments: list[dict[str, Any]] | None = None
+    ) -> AsyncTurn:
         """Queue ``text`` as the agent's next turn; the handle streams the
         turn's events (subscribed before the prompt is sent, so none is
-        missed) and ``wait()`` gives how it ended."""
+        missed) and ``wait()`` gives how it ended. ``attachments``: pictures,
+        ``{"media_type": "image/png", "data": BASE64}`` each."""
         sub = await self.subscribe(agent)
         try:
-            queued = await self.enqueue(agent, text)
+            queued = await self.enqueue(agent, text, attachments=attachments)
         except BaseException:
             await sub.aclose()
             raise
         return AsyncTurn(self, sub, queued["turn"], queued["position"])
 
-    async def enqueue(self, agent: str, text: str) -> R.Queued:
+    async def enqueue(
+        self, agent: str, text: str, *, attachments: list[dict[str, Any]] | None = None
+    ) -> R.Queued:
         """Queue ``text`` as the agent's next turn and return at once: the
         turn's id and the turns ahead of it (``prompt`` to follow it, ``ask``
         or ``wait_turn`` to wait for its outcome)."""
-        return await self.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
+        params: dict[str, Any] = {"agent": agent, "text": text}
+        if attachments:
+            params["attachments"] = attachments
+        return await self.call(p.AGENT_PROMPT, params)
 
     async def ask(
-        self, agent: str, text: str, *, check: bool = False, timeout: float | None = None
+        self,
+        agent: str,
+        text: str,
+        *,
+        check: bool = False,
+        timeout: float | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> R.TurnOutcome:
         """Prompt and wait for the outcome, without streaming: ``reply``,
         ``status``, ``usage``, ``cost_usd``. ``check``: raise TurnFailed unless
-        it completed."""
-        rid = await self.send(p.AGENT_PROMPT, {"agent": agent, "text": text, "wait": True})
+        it completed. ``attachments`` as ``prompt``'s."""
+        params: dict[str, Any] = {"agent": agent, "text": text, "wait": True}
+        if attachments:
+            params["attachments"] = attachments
+        rid = await self.send(p.AGENT_PROMPT, params)
         try:
             outcome: R.TurnOutcome = await self.wait_for(rid, timeout)
         except RpcError as e:
@@ -268,6 +285,12 @@ class AsyncMethods:
     async def set_system(self, agent: str, text: str) -> R.Ok:
         params: dict[str, Any] = {"agent": agent, "text": text}
         return await self.call(p.AGENT_SET_SYSTEM, params)
+
+    async def set_policy(self, agent: str, policy: str | None) -> R.PolicySet:
+        """The agent's tool policy from its next tool call on (None: the
+        configured default, or its parent's chain for a fork)."""
+        params: dict[str, Any] = {"agent": agent, "policy": policy}
+        return await self.call(p.AGENT_SET_POLICY, params)
 
     async def set_priority(self, agent: str, priority: str | None) -> R.PrioritySet:
         """The agent's place in the provider's queue for all its turns:

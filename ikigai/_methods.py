@@ -191,31 +191,48 @@ class Methods:
     def show(self, agent: str) -> R.ShownAgent:
         return self.call(p.AGENT_SHOW, {"agent": agent})
 
-    def prompt(self, agent: str, text: str) -> Turn:
+    def prompt(
+        self, agent: str, text: str, *, attachments: list[dict[str, Any]] | None = None
+    ) -> Turn:
         """Queue ``text`` as the agent's next turn; the handle streams the
         turn's events (subscribed before the prompt is sent, so none is
-        missed) and ``wait()`` gives how it ended."""
+        missed) and ``wait()`` gives how it ended. ``attachments``: pictures,
+        ``{"media_type": "image/png", "data": BASE64}`` each."""
         sub = self.subscribe(agent)
         try:
-            queued = self.enqueue(agent, text)
+            queued = self.enqueue(agent, text, attachments=attachments)
         except BaseException:
             sub.close()
             raise
         return Turn(self, sub, queued["turn"], queued["position"])
 
-    def enqueue(self, agent: str, text: str) -> R.Queued:
+    def enqueue(
+        self, agent: str, text: str, *, attachments: list[dict[str, Any]] | None = None
+    ) -> R.Queued:
         """Queue ``text`` as the agent's next turn and return at once: the
         turn's id and the turns ahead of it (``prompt`` to follow it, ``ask``
         or ``wait_turn`` to wait for its outcome)."""
-        return self.call(p.AGENT_PROMPT, {"agent": agent, "text": text})
+        params: dict[str, Any] = {"agent": agent, "text": text}
+        if attachments:
+            params["attachments"] = attachments
+        return self.call(p.AGENT_PROMPT, params)
 
     def ask(
-        self, agent: str, text: str, *, check: bool = False, timeout: float | None = None
+        self,
+        agent: str,
+        text: str,
+        *,
+        check: bool = False,
+        timeout: float | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> R.TurnOutcome:
         """Prompt and wait for the outcome, without streaming: ``reply``,
         ``status``, ``usage``, ``cost_usd``. ``check``: raise TurnFailed unless
-        it completed."""
-        rid = self.send(p.AGENT_PROMPT, {"agent": agent, "text": text, "wait": True})
+        it completed. ``attachments`` as ``prompt``'s."""
+        params: dict[str, Any] = {"agent": agent, "text": text, "wait": True}
+        if attachments:
+            params["attachments"] = attachments
+        rid = self.send(p.AGENT_PROMPT, params)
         try:
             outcome: R.TurnOutcome = self.wait_for(rid, timeout)
         except RpcError as e:
@@ -265,6 +282,12 @@ class Methods:
     def set_system(self, agent: str, text: str) -> R.Ok:
         params: dict[str, Any] = {"agent": agent, "text": text}
         return self.call(p.AGENT_SET_SYSTEM, params)
+
+    def set_policy(self, agent: str, policy: str | None) -> R.PolicySet:
+        """The agent's tool policy from its next tool call on (None: the
+        configured default, or its parent's chain for a fork)."""
+        params: dict[str, Any] = {"agent": agent, "policy": policy}
+        return self.call(p.AGENT_SET_POLICY, params)
 
     def set_priority(self, agent: str, priority: str | None) -> R.PrioritySet:
         """The agent's place in the provider's queue for all its turns:

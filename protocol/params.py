@@ -97,10 +97,23 @@ class ListAgents(_P, frozen=True):
     include_dead: bool = False
 
 
+class Attachment(_P, frozen=True):
+    """A file sent with a prompt. Only inline pictures are taken so far:
+    ``data`` (base64) and ``media_type``; ``path`` and ``url`` are refused,
+    naming what is taken."""
+
+    media_type: str | None = None
+    data: str | None = None
+    name: str | None = None
+    path: str | None = None
+    url: str | None = None
+
+
 class Prompt(_P, frozen=True):
     agent: Ref
     text: str
     wait: bool = False
+    attachments: list[Attachment] | None = None
 
 
 class Subscribe(_P, frozen=True):
@@ -147,6 +160,11 @@ class SetModel(_P, frozen=True):
 class SetSystem(_P, frozen=True):
     agent: Ref
     text: str
+
+
+class SetPolicy(_P, frozen=True):
+    agent: Ref
+    policy: Ref | None = None  # a named policy; null or absent: the configured default
 
 
 class SetPriority(_P, frozen=True):
@@ -353,6 +371,7 @@ PARAMS: dict[str, type[_P]] = {
     p.AGENT_SET_MODEL: SetModel,
     p.AGENT_SET_SYSTEM: SetSystem,
     p.AGENT_SET_PRIORITY: SetPriority,
+    p.AGENT_SET_POLICY: SetPolicy,
     p.AGENT_SET_BUDGET: SetBudget,
     p.AGENT_HISTORY: History,
     p.AGENT_USAGE: Usage,

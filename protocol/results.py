@@ -30,6 +30,8 @@ from protocol.schedule_results import Schedule as Schedule
 from protocol.schedule_results import ScheduleRemoved as ScheduleRemoved
 from protocol.schedule_results import ScheduleRun as ScheduleRun
 from protocol.schedule_results import ScheduleShown as ScheduleShown
+from protocol.setting_results import PolicySet as PolicySet
+from protocol.setting_results import PrioritySet as PrioritySet
 from protocol.worktree_results import Worktree as Worktree
 from protocol.worktree_results import WorktreeBrief as WorktreeBrief
 from protocol.worktree_results import WorktreeDiff as WorktreeDiff
@@ -75,6 +77,8 @@ class Status(TypedDict):
     # protocol.PROTOCOL_VERSION: incremented on an incompatible change only
     protocol_version: int
     cluster: ClusterState  # this daemon among those sharing its database
+    policies: list[str]  # the tool-permission policies an agent may be given (agent.set_policy)
+    default_policy: str  # the one an agent made without a policy follows
 
 
 class Prices(TypedDict):
@@ -258,13 +262,6 @@ class Forked(TypedDict):
     answers for one, in order."""
 
     children: list[Created]
-
-
-class PrioritySet(TypedDict):
-    """``agent.set_priority``."""
-
-    agent: str  # its uuid
-    priority: str | None
 
 
 class Queued(TypedDict):
@@ -560,6 +557,7 @@ RESULTS: dict[str, Any] = {
     "agent.set_model": ModelInfo,
     "agent.set_system": Ok,
     "agent.set_priority": PrioritySet,
+    "agent.set_policy": PolicySet,
     "agent.set_budget": BudgetInfo,
     "agent.history": History,
     "agent.usage": UsageReport,

@@ -285,6 +285,14 @@ class AgentsMixin(StoreBase):
             conn.execute(agents.update().where(agents.c.uuid == uuid).values(priority=priority))
             return agent_record(self._agent_row(conn, uuid))
 
+    def set_policy(self, uuid: str, chain: str | None) -> AgentRecord:
+        """The agent's policy chain, as JSON (None: the configured default,
+        followed across reloads)."""
+        with self._write() as conn:
+            self._agent_row(conn, uuid)
+            conn.execute(agents.update().where(agents.c.uuid == uuid).values(policy=chain))
+            return agent_record(self._agent_row(conn, uuid))
+
     def fork(
         self,
         parent_uuid: str,

@@ -213,4 +213,11 @@ def mail_record(r: Any) -> MailRecord:
 
 
 def queued_record(r: Any) -> QueuedPrompt:
-    return _from_columns(QueuedPrompt, r, mail_ids=list(r.mail_ids or []))
+    meta = r.meta if isinstance(r.meta, dict) else {}
+    images = meta.get("images")
+    return _from_columns(
+        QueuedPrompt,
+        r,
+        mail_ids=list(r.mail_ids or []),
+        images=list(images) if isinstance(images, list) else [],
+    )

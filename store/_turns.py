@@ -65,13 +65,22 @@ class TurnsMixin(StoreBase):
     """Store methods for the queue and turn boundaries (see the module doc)."""
 
     def enqueue_prompt(
-        self, agent_uuid: str, turn: str, text: str, *, mail_ids: Sequence[int] = ()
+        self,
+        agent_uuid: str,
+        turn: str,
+        text: str,
+        *,
+        mail_ids: Sequence[int] = (),
+        images: Sequence[dict[str, str]] = (),
     ) -> QueuedPrompt:
         """Queue a prompt, committed when this returns. With ``mail_ids`` the
         prompt delivers that mail: it is marked read in the same transaction,
         so mail is never read without being queued, nor queued twice."""
+        # the pictures wait in the queue row beside the text; the turn's user
+        # message carries them from there (start_turn leaves them out of its data)
+        meta = {"images": list(images)} if images else None
         with self._write() as conn:
-            return self._enqueue_in(conn, agent_uuid, turn, text, mail_ids=mail_ids)
+            return self._enqueue_in(conn, agent_uuid, turn, text, mail_ids=mail_ids, meta=meta)
 
     def _enqueue_in(
         self,
@@ -110,7 +119,13 @@ class TurnsMixin(StoreBase):
             if changed != len(ids):
                 raise InvalidEntry(f"mail {ids} to agent {agent_uuid} is not all unread")
         return QueuedPrompt(
-            id=new_id, agent_uuid=agent_uuid, turn=turn, text=text, mail_ids=ids, created_at=at
+            id=new_id,
+            agent_uuid=agent_uuid,
+            turn=turn,
+            text=text,
+            mail_ids=ids,
+            created_at=at,
+            images=list((meta or {}).get("images") or []),
         )
 
     def queued_prompts(self, agent_uuid: str | None = None) -> list[QueuedPrompt]:
@@ -140,6 +155,7 @@ class TurnsMixin(StoreBase):
                         f"queued prompt {queue_id} of agent {agent_uuid} is not pending"
                     )
                 meta = dict(gone[0][0] or {})  # a scheduled run's ids
+                meta.pop("images", None)  # in the message itself
             try:
                 row = user_row(message, {**meta, "turn": turn})
             except InvalidEntry:

@@ -131,6 +131,8 @@ class QueuedPrompt(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     mail_ids: list[int]
     created_at: datetime
+    # pictures sent with it (agent.prompt attachments): {media_type, data}
+    images: list[dict[str, str]] = msgspec.field(default_factory=list)
 
 
 class ApprovalRecord(msgspec.Struct, frozen=True, kw_only=True):

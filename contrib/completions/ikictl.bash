@@ -27,7 +27,7 @@ _ikictl() {
       return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "new send watch fork model system priority budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact diff merge worktrees schedule mail models status daemons move daemon keys chat approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "new send watch fork model system priority budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact diff merge worktrees schedule mail models status daemons move daemon keys chat acp approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
     return
   fi
   case "$cmd" in
@@ -96,6 +96,7 @@ _ikictl() {
       esac ;;
     keys) opts="-h --help --json --no-autostart --socket"; agents=0; files=0; choices="list set rm" ;;
     chat) opts="-h --help --json --no-autostart --socket --continue -c --model -m --name -n --cwd -C --policy --yolo --mcp --no-mcp --no-thinking"; agents=1; files=0; choices="" ;;
+    acp) opts="-h --help --json --no-autostart --socket --model -m --policy --permission-timeout"; agents=0; files=0; choices="" ;;
     approvals) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
     approve) opts="-h --help --json --no-autostart --socket --remember -r"; agents=0; files=0; choices="" ;;
     deny) opts="-h --help --json --no-autostart --socket --reason"; agents=0; files=0; choices="" ;;

@@ -14,6 +14,7 @@ import protocol as p
 from agents import fork_names
 from agents.worktrees import Wish
 from daemon.methods._context import context_of
+from daemon.methods.attachments import checked_images
 from daemon.methods.budgets import budget_info, to_budget
 from daemon.methods.cluster import placement
 from daemon.methods.refusals import refusals
@@ -44,6 +45,7 @@ class AgentsApi(Family):
             p.AGENT_SET_MODEL: self.set_model,
             p.AGENT_SET_SYSTEM: self.set_system,
             p.AGENT_SET_PRIORITY: self.set_priority,
+            p.AGENT_SET_POLICY: self.set_policy,
         }
 
     async def create(self, conn: Connection, params: P.Create) -> R.Created:
@@ -138,9 +140,10 @@ class AgentsApi(Family):
         }
 
     async def prompt(self, conn: Connection, params: P.Prompt) -> R.Queued | R.TurnOutcome:
+        images = checked_images(params.attachments or [])
         actor = await self.host._actor(params.agent)
         with refusals():
-            turn, position = await self.sup.prompt(actor, params.text)
+            turn, position = await self.sup.prompt(actor, params.text, images)
         if not params.wait:
             return {"turn": turn, "position": position}
         result = await self.host._outcome(actor.uuid, turn)
@@ -236,6 +239,18 @@ class AgentsApi(Family):
         with refusals():
             priority = await self.sup.set_priority(actor.uuid, params.priority)
         return {"agent": actor.uuid, "priority": priority}
+
+    async def set_policy(self, conn: Connection, params: P.SetPolicy) -> R.PolicySet:
+        known = self.sup.deps.permissions.known()
+        if params.policy is not None and params.policy not in known:
+            raise p.RpcError(
+                p.INVALID_PARAMS,
+                f"policy: unknown policy {params.policy[:80]!r} (known: {', '.join(known)})",
+            )
+        actor = await self.host._actor(params.agent)
+        with refusals():
+            chain = await self.sup.set_policy(actor.uuid, params.policy)
+        return {"agent": actor.uuid, "policy": chain}
 
 
 def wish(asked: bool | P.WorktreeAsk) -> Wish | bool:

@@ -53,6 +53,8 @@ class DaemonApi(Family):
             "max_line_bytes": self.host.info.max_line_bytes,
             "protocol_version": p.PROTOCOL_VERSION,
             "cluster": cluster_state(self.host.info.membership),
+            "policies": self.sup.deps.permissions.known(),
+            "default_policy": self.sup.deps.permissions.default,
         }
 
     async def shutdown(self, conn: Connection, params: P.NoParams) -> R.Ok:

@@ -22,8 +22,8 @@ import trio
 import protocol as p
 from agents.eventlog import EventLog
 from daemon.server.forwarding import Elsewhere, Relay, answer_elsewhere
-from daemon.server.lines import MAYBE_SURROGATE, Refusal, id_problem, parse_line
 from daemon.server.subscriptions import Forward
+from protocol.lines import MAYBE_SURROGATE, Refusal, id_problem, parse_line
 from protocol.params import decode_params, excerpt, lone_surrogate
 from providers.redact import redact
 

@@ -38,6 +38,28 @@ def timed(argv: list[str], env: dict[str, str], runs: int, expect: int) -> list[
     return out
 
 
+def acp_initialize(env: dict[str, str], runs: int) -> list[float]:
+    """``ikictl acp`` from its start to its answer to an editor's ``initialize``
+    (what an editor waits for when it opens the agent panel); then stdin closes
+    and it exits."""
+    line = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n'
+    out = []
+    for i in range(runs + 3):
+        t = time.perf_counter()
+        proc = subprocess.Popen([IKICTL, "acp"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        answer = proc.stdout.readline()
+        took = time.perf_counter() - t
+        proc.stdin.close()
+        if proc.wait(30) != 0 or b'"protocolVersion":1' not in answer:
+            raise SystemExit(f"ikictl acp did not answer initialize: {answer[:200]!r}")
+        if i >= 3:  # the first three warm up
+            out.append(took)
+    return out
+
+
 def p90(xs: list[float]) -> float:
     s = sorted(xs)
     return s[min(len(s) - 1, round(0.9 * (len(s) - 1)))]
@@ -76,6 +98,7 @@ def main() -> int:
         subprocess.run([IKICTL, "new", "--name", "bench"], env=env, stdout=subprocess.DEVNULL, check=True)
         rows.append(("ikictl ls (daemon, 1 agent)", timed([IKICTL, "ls"], env, args.runs, 0)))
         rows.append(("ikictl ls --json (daemon)", timed([IKICTL, "ls", "--json"], env, args.runs, 0)))
+        rows.append(("ikictl acp to its initialize answer (daemon)", acp_initialize(env, args.runs)))
         # the round trip alone, inside one process: connect + agent.list + close
         sys.path.insert(0, str(ROOT))
         os.environ["IKIGAI_HOME"] = str(home)

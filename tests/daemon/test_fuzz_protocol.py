@@ -177,6 +177,21 @@ _by_field: dict[str, Any] = {
     "text": _plain,
     "system": _plain,
     "prompt": _plain | st.none(),
+    # agent.prompt's pictures: a tiny PNG, or what is refused by name
+    "attachments": st.lists(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "media_type": st.sampled_from(["image/png", "image/bmp", "IMAGE/JPG"]) | _plain,
+                "data": st.sampled_from(["iVBORw0KGgo=", "not base64!", ""]) | _plain,
+                "name": _plain,
+                "path": _plain,
+                "url": _plain,
+            },
+        ),
+        max_size=3,
+    )
+    | st.none(),
     # agent.fork's fan-out: a few children, or past the bound
     "count": st.integers(-2, 4) | st.just(1001) | st.none(),
     "prompts": st.lists(_plain, max_size=3) | st.none(),

@@ -1,4 +1,5 @@
-"""A request line's checks before and while it is parsed: strict UTF-8, no
+"""A request line's checks before and while it is parsed (the daemon's socket and
+``ikictl acp``'s stdin): strict UTF-8, no
 NaN or Infinity, nesting no deeper than ``protocol.MAX_DEPTH`` (counted before
 the recursive parser sees the line), and an id that can be sent back."""
 

@@ -1,0 +1,190 @@
+"""``agent.prompt {attachments}`` over the real socket of a real ikigaid: a
+picture reaches each wire API in its own form, a queued one survives a
+daemon restart, and every bad attachment is refused by name with nothing
+stored."""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+
+import pytest
+import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from protocol import INVALID_PARAMS
+from tests.daemon.conftest import DaemonProcess, write_home
+from tests.daemon.rpc import RpcFailure, connect
+from tests.fakes.script import Reply, Stall
+
+# a 1x1 PNG
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+    )
+).decode()
+
+MODELS = {
+    "messages": "anthropic/claude-sonnet-4-5",
+    "responses": "openai/gpt-5",
+    "chat": "deepseek/deepseek-v4-flash",
+    "generate_content": "google/gemini-3-flash-preview",
+}
+
+
+@pytest.fixture
+def home(daemon_home, fake_provider):
+    write_home(
+        daemon_home,
+        fake_provider,
+        providers={
+            "anthropic": {"base_url": fake_provider.base_url},
+            "openai": {"base_url": f"{fake_provider.base_url}/v1"},
+            "google": {"base_url": f"{fake_provider.base_url}/v1beta"},
+            "deepseek": {"base_url": f"{fake_provider.base_url}/v1"},
+        },
+    )
+    creds = daemon_home / "credentials.json"
+    keys = json.loads(creds.read_text())
+    creds.write_text(json.dumps({**keys, "deepseek": "test-deepseek-key"}))
+    return daemon_home
+
+
+def _picture_in(api: str, body: dict) -> bool:
+    """The user message of ``body`` holds the PNG in ``api``'s own form."""
+    text = json.dumps(body)
+    if api == "messages":
+        source = {"type": "base64", "media_type": "image/png", "data": PNG}
+        return any(
+            b.get("type") == "image" and b.get("source") == source
+            for m in body["messages"]
+            if m["role"] == "user" and isinstance(m["content"], list)
+            for b in m["content"]
+        )
+    if api == "chat":
+        return f"data:image/png;base64,{PNG}" in text and '"image_url"' in text
+    if api == "responses":
+        return '"input_image"' in text and f"data:image/png;base64,{PNG}" in text
+    return '"inlineData"' in text and PNG in text
+
+
+@pytest.mark.parametrize("api", list(MODELS))
+async def test_a_picture_reaches_each_wire_api_in_its_own_form(nursery, home, fake_provider, api):
+    d = DaemonProcess(home)
+    await d.start()
+    try:
+        fake_provider.push(Reply(text="a small square"))
+        c = await connect(nursery, str(d.socket))
+        created = await c.call("agent.create", model=MODELS[api])
+        uuid = created["agent"]["uuid"]
+        with trio.fail_after(30):
+            done = await c.call(
+                "agent.prompt",
+                agent=uuid,
+                text="what is this?",
+                attachments=[{"media_type": "IMAGE/PNG", "data": PNG, "name": "dot.png"}],
+                wait=True,
+            )
+        assert done["status"] == "completed" and done["reply"] == "a small square"
+        body = fake_provider.requests[-1].json
+        assert _picture_in(api, body), json.dumps(body)[:2000]
+        history = await c.call("agent.history", agent=uuid, blocks=True)
+        [user] = [m for m in history["messages"] if m.get("role") == "user"]
+        kinds = [b["type"] for b in user["blocks"]]
+        assert kinds == ["text", "image"] and user["blocks"][1]["media_type"] == "image/png"
+        assert user["blocks"][1]["bytes"] == len(base64.b64decode(PNG))
+    finally:
+        d.stop()
+
+
+async def test_a_queued_picture_survives_a_daemon_kill(nursery, home, fake_provider):
+    """A prompt queued behind a running turn keeps its picture in the durable
+    queue: after kill -9 the restarted daemon sends it."""
+    d = DaemonProcess(home)
+    await d.start()
+    # the first turn's answer stalls until its client (the daemon) is gone
+    fake_provider.push(Reply(text="slow", fault=Stall()), Reply(text="seen"))
+    c = await connect(nursery, str(d.socket))
+    uuid = (await c.call("agent.create"))["agent"]["uuid"]
+    await c.call("agent.prompt", agent=uuid, text="first")
+    with trio.fail_after(30):
+        await fake_provider.wait_for_requests(1)
+    queued = await c.call(
+        "agent.prompt", agent=uuid, text="look", attachments=[{"media_type": "image/png", "data": PNG}]
+    )
+    assert queued["position"] == 1
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait()
+    await d.start()
+    c2 = await connect(nursery, str(d.socket))
+    with trio.fail_after(30):
+        done = await c2.call("agent.wait", agent=uuid, turn=queued["turn"])
+    assert done["status"] == "completed"
+    assert _picture_in("messages", fake_provider.requests[-1].json)
+    d.stop()
+
+
+BAD = [
+    ([{"media_type": "image/bmp", "data": PNG}], "attachments[0].media_type: image/bmp is not taken"),
+    ([{"media_type": "image/png", "data": "not base64!"}], "attachments[0].data: not valid base64"),
+    ([{"media_type": "image/png"}], "attachments[0].data: required"),
+    ([{"data": PNG}], "attachments[0].media_type: required"),
+    ([{"path": "/etc/passwd"}], "attachments[0].path: only inline pictures"),
+    ([{"url": "https://x/y.png"}], "attachments[0].url: only inline pictures"),
+    ([{"media_type": "image/png", "data": PNG}] * 21, "attachments: at most 20"),
+    ([{"media_type": "image/png", "data": PNG, "shape": 1}], "unknown field"),
+]
+
+
+@pytest.mark.parametrize(("attachments", "said"), BAD)
+async def test_bad_attachments_are_refused_by_name_with_nothing_stored(
+    nursery, daemon, fake_provider, attachments, said
+):
+    await daemon.start()
+    c = await connect(nursery, str(daemon.socket))
+    uuid = (await c.call("agent.create"))["agent"]["uuid"]
+    with pytest.raises(RpcFailure) as e:
+        await c.call("agent.prompt", agent=uuid, text="look", attachments=attachments)
+    assert e.value.code == INVALID_PARAMS and said in e.value.error["message"]
+    assert (await c.call("agent.history", agent=uuid))["messages"] == []
+    assert fake_provider.requests == []
+
+
+_attachment = st.fixed_dictionaries(
+    {},
+    optional={
+        "media_type": st.sampled_from(["image/png", "image/webp", "image/bmp", "", "text/plain"]) | st.text(max_size=20),
+        "data": st.sampled_from([PNG, "", "====", "abc"]) | st.text(max_size=30) | st.integers(),
+        "name": st.text(max_size=20) | st.none(),
+        "path": st.text(max_size=10),
+        "url": st.text(max_size=10),
+    },
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(attachments=st.lists(_attachment, max_size=4) | st.text(max_size=5) | st.integers())
+async def test_any_attachments_are_taken_whole_or_refused_naming_the_field(nursery, daemon, attachments):
+    if daemon.proc is None:
+        await daemon.start()
+    c = await connect(nursery, str(daemon.socket))
+    uuid = (await c.call("agent.create", name=None))["agent"]["uuid"]
+    good = isinstance(attachments, list) and all(
+        set(a) <= {"media_type", "data", "name"}
+        and a.get("media_type") in ("image/png", "image/webp")
+        and a.get("data") == PNG
+        for a in attachments
+    )
+    try:
+        await c.call("agent.prompt", agent=uuid, text="look", attachments=attachments)
+    except RpcFailure as e:
+        assert not good
+        assert e.code == INVALID_PARAMS and "attachments" in e.error["message"], e.error
+        assert (await c.call("agent.history", agent=uuid))["messages"] == []
+    else:
+        assert good
+        await c.call("agent.cancel", agent=uuid)
+    assert (await c.call("daemon.status"))["agents"]["running"] >= 1

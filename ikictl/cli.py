@@ -62,6 +62,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "set an agent's place in the provider's queue: interactive or background",
         "commands:cmd_priority",
     ),
+    "policy": (
+        "show or set an agent's tool policy (what its tool calls may do unasked)",
+        "policy:cmd_policy",
+    ),
     "budget": ("show or set what an agent and its descendants may spend", "budget:cmd_budget"),
     "top": ("a live view of every agent and the provider queues, like htop", "top:cmd_top"),
     "cancel": ("cancel an agent's running turn", "commands:cmd_cancel"),

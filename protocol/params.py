@@ -100,11 +100,12 @@ class ListAgents(_P, frozen=True):
 class Attachment(_P, frozen=True):
     """A file sent with a prompt. Only inline pictures are taken so far:
     ``data`` (base64) and ``media_type``; ``path`` and ``url`` are refused,
-    naming what is taken."""
+    naming what is taken. ``name`` and ``media_type`` are short (a bound, as
+    for names: a refusal never quotes them at length)."""
 
-    media_type: str | None = None
+    media_type: Ref | None = None
     data: str | None = None
-    name: str | None = None
+    name: Ref | None = None
     path: str | None = None
     url: str | None = None
 

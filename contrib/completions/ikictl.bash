@@ -27,7 +27,7 @@ _ikictl() {
       return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "new send watch fork model system priority budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact diff merge worktrees schedule mail models status daemons move daemon keys chat acp approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "new send watch fork model system priority policy budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact diff merge worktrees schedule mail models status daemons move daemon keys chat acp approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
     return
   fi
   case "$cmd" in
@@ -38,6 +38,7 @@ _ikictl() {
     model) opts="-h --help --json --no-autostart --socket --queue"; agents=1; files=0; choices="" ;;
     system) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
     priority) opts="-h --help --json --no-autostart --socket"; agents=1; files=0; choices="" ;;
+    policy) opts="-h --help --json --no-autostart --socket --default"; agents=1; files=0; choices="" ;;
     budget) opts="-h --help --json --no-autostart --socket --max-tokens --max-turns --allow-unpriced --clear"; agents=1; files=0; choices="" ;;
     top) opts="-h --help --json --no-autostart --socket --interval -i --count -n"; agents=0; files=0; choices="" ;;
     cancel) opts="-h --help --json --no-autostart --socket --at-boundary"; agents=1; files=0; choices="" ;;

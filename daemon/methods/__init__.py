@@ -3,7 +3,8 @@
 - ``api``: the ``Api`` that resolves agent references, maps refusals to error
   codes and puts every family's handlers in one table;
 - ``agents``: agent.create / list / show / prompt / subscribe / cancel / kill /
-  fork / set_model / set_system / set_priority;
+  fork / set_model / set_system / set_priority / set_policy (``attachments``:
+  agent.prompt's pictures, checked);
 - ``history``: agent.history / usage / clear / mark / rewind / compact
   (``blocks``: the history's blocks and turn facts, pure);
 - ``admin``: agent.wait / rename / remove / prune;

@@ -4,8 +4,9 @@ The SDK's own stdio transport logs and drops a line that is not JSON (the
 editor waits forever for its answer) and stops reading at a line that is JSON
 but not an object. Here each line is checked as the daemon checks its
 socket's (protocol.lines: strict UTF-8, no NaN, nesting at most 64 deep, a
-usable id) and a bad one is answered at once; only well-formed messages reach
-the SDK's connection (it takes this as its message-level Transport)."""
+usable id, no lone surrogate) and a bad one is answered at once; only
+well-formed messages reach the SDK's connection (it takes this as its
+message-level Transport)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import sys
 from typing import Any, cast
 
 import protocol as p
-from protocol.lines import Refusal, id_problem, parse_line
+from protocol.lines import MAYBE_SURROGATE, Refusal, id_problem, parse_line
+from protocol.params import excerpt, lone_surrogate
 
 __all__ = ["MAX_LINE", "StdioTransport", "check_message", "open_stdio"]
 
@@ -29,8 +31,10 @@ def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
 
-def check_message(message: Any) -> dict[str, Any] | None:
-    """None when ``message`` may go to the SDK, else the error answer to send."""
+def check_message(message: Any, line: bytes | None = None) -> dict[str, Any] | None:
+    """None when ``message`` may go to the SDK, else the error answer to send
+    ({}: none, a notification's). ``line``, the message as read, spares the
+    walk for lone surrogates when it has no surrogate escape."""
     if not isinstance(message, dict):
         kind = "an array" if isinstance(message, list) else f"a JSON {type(message).__name__}"
         return _error(None, p.INVALID_REQUEST, f"invalid request: {kind}, not a JSON-RPC object")
@@ -45,6 +49,10 @@ def check_message(message: Any) -> dict[str, Any] | None:
         method = message["method"]
         if not isinstance(method, str) or not method or len(method) > p.MAX_NAME:
             return _error(rid, p.INVALID_REQUEST, "invalid request: method must be a method name")
+        if line is None or MAYBE_SURROGATE.search(line):
+            refused = _lone_surrogate(message, method, rid, has_id)
+            if refused is not None:
+                return refused
         params = message.get("params")
         if params is not None and not isinstance(params, dict):
             if not has_id:
@@ -54,6 +62,25 @@ def check_message(message: Any) -> dict[str, Any] | None:
     if has_id and ("result" in message or "error" in message):
         return None  # the editor's answer to one of our requests (a permission)
     return _error(rid, p.INVALID_REQUEST, "invalid request: neither a request nor an answer")
+
+
+def _lone_surrogate(
+    message: dict[str, Any], method: str, rid: Any, has_id: bool
+) -> dict[str, Any] | None:
+    """A lone surrogate cannot be sent on to the daemon (its UTF-8 line would
+    not encode: the bridge's call failed as an internal error): refused here
+    as the daemon refuses one, saying where it is: in the method (or another
+    member but params) the message is no request; in params, it is answered
+    unless a notification's."""
+    where = lone_surrogate({k: v for k, v in message.items() if k != "params"})
+    if where is not None:
+        return _error(rid, p.INVALID_REQUEST, f"invalid request: {where}")
+    where = lone_surrogate(message.get("params"), ("params",))
+    if where is None:
+        return None
+    if not has_id:
+        return {}
+    return _error(rid, p.INVALID_PARAMS, f"invalid params for {excerpt(method, 80)}: {where}")
 
 
 class StdioTransport:
@@ -101,7 +128,7 @@ class StdioTransport:
             except Refusal as refusal:
                 await self._answer(_error(None, refusal.error.code, str(refusal.error)))
                 continue
-            answer = check_message(message)
+            answer = check_message(message, line)
             if answer is None:
                 return cast("dict[str, Any]", message)
             if answer:

@@ -44,11 +44,13 @@ async def test_every_agent_method_through_a_daemon_that_does_not_run_it(
     # changes: made through a, seen by b
     await a.call("agent.set_system", agent="w", text="be brief")
     await a.call("agent.set_priority", agent="w", priority="background")
+    assert (await a.call("agent.set_policy", agent="w", policy="default"))["policy"] == ["default"]
     await a.call("agent.set_model", agent="w", model="claude-sonnet-4-5/high")
     budget = await a.call("agent.set_budget", agent="w", budget={"max_turns": 50})
     assert budget["budgets"][0]["max_turns"] == 50
     shown = await b.call("agent.show", agent="w")
     assert shown["system_prompt"] == "be brief" and shown["priority"] == "background"
+    assert shown["policy"] == ["default"]  # not the configured yolo
     assert shown["thinking_level"] == "high"
     mark = await a.call("agent.mark", agent="w", label="m1")
     assert mark["message_id"] > 0

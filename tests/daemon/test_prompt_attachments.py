@@ -11,7 +11,7 @@ import signal
 
 import pytest
 import trio
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from protocol import INVALID_PARAMS
@@ -136,6 +136,8 @@ BAD = [
     ([{"url": "https://x/y.png"}], "attachments[0].url: only inline pictures"),
     ([{"media_type": "image/png", "data": PNG}] * 21, "attachments: at most 20"),
     ([{"media_type": "image/png", "data": PNG, "shape": 1}], "unknown field"),
+    ([{"media_type": "image/png", "data": PNG, "name": "n" * 300}], "attachments[0].name"),
+    ([{"media_type": "image/png" + " " * 300, "data": PNG}], "attachments[0].media_type"),
 ]
 
 
@@ -153,38 +155,63 @@ async def test_bad_attachments_are_refused_by_name_with_nothing_stored(
     assert fake_provider.requests == []
 
 
+# media types the daemon takes, as a client may spell them (jpg: taken as jpeg;
+# the daemon does not sniff the bytes, so a PNG sent as one is still taken)
+TAKEN = ("image/png", "image/webp", "IMAGE/JPG")
+_wrong = st.integers() | st.none() | st.booleans() | st.lists(st.integers(), max_size=2)
 _attachment = st.fixed_dictionaries(
     {},
     optional={
-        "media_type": st.sampled_from(["image/png", "image/webp", "image/bmp", "", "text/plain"]) | st.text(max_size=20),
-        "data": st.sampled_from([PNG, "", "====", "abc"]) | st.text(max_size=30) | st.integers(),
-        "name": st.text(max_size=20) | st.none(),
+        "media_type": st.sampled_from([*TAKEN, "image/bmp", "", "text/plain", "image"]) | st.text(max_size=20) | _wrong,
+        "data": st.sampled_from([PNG, "", "====", "abc", PNG + "\n", PNG[:-1], "é" * 4]) | st.text(max_size=30) | _wrong,
+        "name": st.sampled_from(["dot.png", "\u00e9t\u00e9.png"]) | st.text(min_size=257, max_size=3000) | _wrong,
         "path": st.text(max_size=10),
         "url": st.text(max_size=10),
+        "shape": st.integers(),
     },
 )
+_many = st.lists(st.just({"media_type": "image/png", "data": PNG}), min_size=19, max_size=23)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(attachments=st.lists(_attachment, max_size=4) | st.text(max_size=5) | st.integers())
-async def test_any_attachments_are_taken_whole_or_refused_naming_the_field(nursery, daemon, attachments):
+def _taken(attachments: object) -> bool:
+    """Would the daemon take these (as docs/protocol.md, "Attachments", says)?"""
+    if not isinstance(attachments, list) or len(attachments) > 20:
+        return False
+    for a in attachments:
+        name = a.get("name")
+        if set(a) - {"media_type", "data", "name"} or a.get("data") != PNG:
+            return False
+        if a.get("media_type") not in TAKEN or not (name is None or (isinstance(name, str) and len(name) <= 256)):
+            return False
+    return True
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(attachments=[{"media_type": "image/png", "data": PNG, "name": "n" * 5000}])
+@example(attachments=[{"media_type": "IMAGE/JPG", "data": PNG, "name": "dot.png"}] * 20)
+@given(attachments=st.lists(_attachment, max_size=4) | _many | st.text(max_size=5) | st.integers() | st.dictionaries(st.text(max_size=5), st.integers(), max_size=2))
+async def test_any_attachments_are_taken_whole_or_refused_naming_the_field(nursery, daemon, fake_provider, attachments):
+    """Against an agent whose turn runs on (so a prompt it takes is queued,
+    its pictures in the durable queue): each list is queued whole, or refused
+    -32602 naming ``attachments`` with nothing queued and history unchanged."""
+    fake_provider.default = Reply(text="held", fault=Stall())  # every turn runs until the daemon leaves
     if daemon.proc is None:
         await daemon.start()
     c = await connect(nursery, str(daemon.socket))
-    uuid = (await c.call("agent.create", name=None))["agent"]["uuid"]
-    good = isinstance(attachments, list) and all(
-        set(a) <= {"media_type", "data", "name"}
-        and a.get("media_type") in ("image/png", "image/webp")
-        and a.get("data") == PNG
-        for a in attachments
-    )
+    uuid = (await c.call("agent.create", prompt="hold on"))["agent"]["uuid"]
+    before = await c.call("agent.show", agent=uuid)
+    rows = (await c.call("agent.history", agent=uuid))["messages"]
+    assert before["current_turn"] is not None
     try:
-        await c.call("agent.prompt", agent=uuid, text="look", attachments=attachments)
+        queued = await c.call("agent.prompt", agent=uuid, text="look", attachments=attachments)
     except RpcFailure as e:
-        assert not good
+        assert not _taken(attachments), e.error
         assert e.code == INVALID_PARAMS and "attachments" in e.error["message"], e.error
-        assert (await c.call("agent.history", agent=uuid))["messages"] == []
+        assert len(e.error["message"]) < 1000  # a huge name or type is never quoted whole
+        assert (await c.call("agent.show", agent=uuid))["queued"] == before["queued"]
+        assert (await c.call("agent.history", agent=uuid))["messages"] == rows
     else:
-        assert good
-        await c.call("agent.cancel", agent=uuid)
+        assert _taken(attachments), attachments
+        assert queued["position"] == before["queued"] + 1
     assert (await c.call("daemon.status"))["agents"]["running"] >= 1
+    await c.call("agent.kill", agent=uuid)  # its queue goes with it

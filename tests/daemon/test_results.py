@@ -71,6 +71,8 @@ async def test_every_answer_has_its_declared_shape(daemon, fake_provider, nurser
     check("agent.fork", await c.call("agent.fork", agent="r", name="kid"))
     check("agent.set_model", await c.call("agent.set_model", agent="kid", model="gpt-4o/low"))
     check("agent.set_system", await c.call("agent.set_system", agent="kid", text="be brief"))
+    check("agent.set_priority", await c.call("agent.set_priority", agent="kid", priority="background"))
+    check("agent.set_policy", await c.call("agent.set_policy", agent="kid", policy="default"))
     check("agent.history", await c.call("agent.history", agent="r", limit=3))
     check("agent.usage", await c.call("agent.usage", agent=created["agent"]["uuid"], descendants=True))
     check("agent.usage", await c.call("agent.usage"), R.AllUsage)

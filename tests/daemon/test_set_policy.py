@@ -51,6 +51,43 @@ async def test_the_next_tool_call_follows_the_new_policy(nursery, home, fake_pro
         d.stop()
 
 
+def _asked(ev: dict) -> bool:
+    return ev["event"]["type"] == "approval_requested"
+
+
+async def test_a_running_turn_s_later_calls_follow_the_new_policy(nursery, home, fake_provider, tmp_path):
+    """Set while a turn runs: the call running goes on under the old policy
+    (yolo, unasked), the turn's next call is gated by the new one."""
+    d = DaemonProcess(home)
+    await d.start()
+    try:
+        c = await connect(nursery, str(d.socket))
+        uuid = (await c.call("agent.create", name="w", cwd=str(tmp_path)))["agent"]["uuid"]
+        # the first call waits for the file "go", which the test makes once the policy is set
+        wait_for_go = "while [ ! -e go ]; do sleep 0.05; done; echo one"
+        fake_provider.push(
+            Reply(tool_calls=[ToolCall("bash", {"command": wait_for_go}, id="b1")]),
+            Reply(tool_calls=[ToolCall("bash", {"command": "echo two"}, id="b2")]),
+            Reply(text="done"),
+        )
+        await c.call("agent.subscribe", agent=uuid)
+        queued = await c.call("agent.prompt", agent=uuid, text="run both")
+        await c.events_until(lambda ev: ev["event"]["type"] == "tool_started" and ev["event"]["id"] == "b1")
+        assert (await c.call("agent.show", agent=uuid))["current_turn"] == queued["turn"]
+        await c.call("agent.set_policy", agent=uuid, policy="shell")
+        (tmp_path / "go").touch()
+        got = await c.events_until(_asked, limit=30)
+        finished = [ev["event"] for ev in got if ev["event"]["type"] == "tool_finished"]
+        assert [(f["id"], f["is_error"]) for f in finished] == [("b1", False)]  # ran unasked
+        asked = got[-1]["event"]
+        assert (asked["tool_call_id"], asked["policy"]) == ("b2", "shell")
+        await c.call("agent.approve", approval=asked["approval"], decision="allow")
+        ended = await c.events_until(turn_ended(queued["turn"]), limit=30)
+        assert ended[-1]["event"]["status"] == "completed"
+    finally:
+        d.stop()
+
+
 async def test_a_fork_can_only_narrow_its_ancestors(nursery, home, fake_provider):
     d = DaemonProcess(home)
     await d.start()

@@ -111,9 +111,13 @@ class Bridge:
 
     async def _open(self, session_id: str, info: dict[str, Any]) -> Session:
         old = self.sessions.pop(session_id, None)
-        if old is not None:
-            await old.detach()
         session = Session(session_id, info, self.link, self.out, self.conn, self.permission_timeout)
+        if old is not None:
+            # a prompt still awaiting its turn on the replaced session is answered by this one
+            if old.agent == session.agent:
+                session.waiters, old.waiters = old.waiters, {}
+                session.sent.extend(old.sent)
+            await old.detach()
         self.sessions[session_id] = session
         return session
 
@@ -138,10 +142,7 @@ class Bridge:
         client_info: Any = None,
         **_: Any,
     ) -> dict[str, Any]:
-        if client_capabilities is not None:
-            self.client_capabilities = client_capabilities.model_dump(
-                by_alias=True, exclude_none=True
-            )
+        self.client_capabilities = _plain(client_capabilities)
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
@@ -272,7 +273,7 @@ class Bridge:
 
     async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> dict[str, Any]:
         session = self._session(session_id)
-        blocks = [b.model_dump(by_alias=True, exclude_none=True) for b in prompt]
+        blocks = [_plain(b) for b in prompt]
         try:
             parts = mapping.prompt_parts(blocks)
         except mapping.PromptError as e:
@@ -289,6 +290,8 @@ class Bridge:
             with contextlib.suppress(ValueError):
                 session.sent.remove(parts.text)
             raise
+        # a session/load while the prompt was being queued replaced the session
+        session = self.sessions.get(session_id, session)
         ended = await session.outcome(queued["turn"])
         reason = mapping.stop_reason(ended.status, ended.finish)
         if reason is None:
@@ -319,3 +322,11 @@ class Bridge:
         for session in list(self.sessions.values()):
             await session.detach()
         self.sessions.clear()
+
+
+def _plain(value: Any) -> dict[str, Any]:
+    """The SDK gives a model, or a bare value where its validation let one through."""
+    if hasattr(value, "model_dump"):
+        dumped = value.model_dump(by_alias=True, exclude_none=True)
+        return dumped if isinstance(dumped, dict) else {}
+    return value if isinstance(value, dict) else {}

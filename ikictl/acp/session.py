@@ -144,6 +144,8 @@ class Session:
         done = self.ended.pop(turn, None)
         if done is not None:
             return done
+        if self.gone:
+            return Ended("cancelled", None, None, "the session was closed")
         fut = self.waiters.setdefault(turn, asyncio.get_running_loop().create_future())
         try:
             return await fut

@@ -11,11 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from providers.types import ProviderError, ProviderFailure, Request, ThinkingLevel
+from providers.limits import output_cap
+from providers.types import (
+    ProviderError,
+    ProviderFailure,
+    Request,
+    TextBlock,
+    ThinkingConfig,
+    ThinkingLevel,
+)
 
 from ._mcp_select import effective
 from .compaction import window_from_error
 from .compactor import Compactor, CompactOutcome, Reason, budget_of
+from .context import step_thinking
 from .events import CompactionFailed, Notice
 from .limited import Passage, passage
 
@@ -39,6 +48,8 @@ class FittingSteps:
     _tools: ToolRegistry
     _offered: list[int]
     priority: str
+    _lowered: str | None
+    _capped: bool
 
     def _passage(
         self, provider: str, request: Request, *, count: bool = False
@@ -63,7 +74,37 @@ class FittingSteps:
     def _request(
         self, model: str, provider: str, level: ThinkingLevel, history: list[Message]
     ) -> Request:
-        raise NotImplementedError
+        system = self.host.system_prompt
+        limits = self.deps.pool.catalog.limits(provider, model)
+        # for_provider, then bound_results: kept from the last call, only what was appended walked
+        messages = self.host.meter.prepared(
+            history, provider, int(limits.context_window * self.deps.config.tool_result_share)
+        )
+        api = self.deps.pool.api_for(provider, model)
+        level, lowered = step_thinking(messages, provider=provider, api=api, level=level)
+        if lowered is not None and lowered != self._lowered:
+            self.host.publish(Notice(text=lowered), self.id)
+        self._lowered = lowered
+        wanted = self.deps.config.max_output_tokens
+        fits = min(wanted, limits.max_output_tokens)
+        cap = output_cap(api, fits)
+        if cap != fits and not self._capped:
+            self._capped = True
+            self.host.publish(
+                Notice(
+                    text=f"max_output_tokens {fits} is below the {api} API's minimum: "
+                    f"{cap} asked for instead (raise max_output_tokens in config.json)"
+                ),
+                self.id,
+            )
+        return Request(
+            model=model,
+            messages=messages,
+            system=[TextBlock(text=system)] if system else [],
+            thinking=ThinkingConfig(level=level),
+            tools=self._tools.definitions(),
+            max_output_tokens=cap,
+        )
 
     async def _fitted(
         self, model: str, provider: str, level: ThinkingLevel, *, checked: bool = False

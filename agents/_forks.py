@@ -24,6 +24,7 @@ from ._isolate import isolated
 from .errors import AgentError
 from .limited import PRIORITIES
 from .permissions import dump_chain, parse_chain
+from .tracing import caused_here
 from .workdir import working_folder
 
 
@@ -210,6 +211,8 @@ async def _fork(
     # not after 1,000 turns' first steps).
     out: list[tuple[Any, ResolvedModel, str | None]] = []
     begins: list[Callable[[], None]] = []
+    # made by a tool call: each child's first turn continues its span's trace
+    causes = caused_here(sup.deps.tracer, "fork")
     for (child, first), child_spec, text in zip(forked, children, prompts, strict=True):
         child_actor = sup._adopt(child)
         turn = None
@@ -224,6 +227,7 @@ async def _fork(
                     first.id,
                     priority=origin,
                     context=context,
+                    causes=causes,
                 )
             )
         out.append((child, resolved, turn))

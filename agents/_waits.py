@@ -22,7 +22,14 @@ async def wait_for(
     for rec in records:  # their mail is for this wait, not a new prompt of the caller
         watched[rec.uuid] = watched.get(rec.uuid, 0) + 1
     try:
-        return await _wait_for(sup, caller, records, timeout)
+        results = await _wait_for(sup, caller, records, timeout)
+        tracer = sup.deps.tracer
+        if tracer is not None:  # the wait's span links to the turns it waited for
+            for rec in records:
+                last = tracer.last_turn(rec.uuid)
+                if last is not None:
+                    tracer.link(last, "wait")
+        return results
     finally:
         for rec in records:
             watched[rec.uuid] -= 1

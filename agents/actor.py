@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
@@ -23,7 +22,11 @@ from providers.types import ImageBlock, Message, ThinkingLevel
 from store import AgentRecord, InvalidEntry
 
 from . import _mcp_select as mcp_select
+from ._commands import CompactCmd as _Compact
+from ._commands import PromptCmd as _Prompt
+from ._commands import SwitchCmd as _Switch
 from ._start import StartAck
+from ._traced import traced
 from .compactor import Compactor, CompactOutcome
 from .deps import ActorDeps, AgentConfig
 from .eventlog import EventLog
@@ -31,40 +34,12 @@ from .events import AgentEvent, AgentState, ModelSwitched, Notice, Queued, State
 from .meter import ContextMeter
 from .permissions import parse_chain
 from .permissions._gate import Approvals
+from .tracing import Cause
 from .turn import Turn, TurnResult
 
 __all__ = ["Actor", "AgentConfig", "TurnResult"]
 
 log = structlog.get_logger("ikigai.agents")
-
-
-@dataclass
-class _Prompt:
-    turn: str
-    text: str
-    queue_id: int | None  # its prompt_queue row (None: not stored, tests only)
-    resume_from: int | None = None  # a turn left waiting for approval: its first row
-    # who started it: a person (interactive) or agents and mail (background);
-    # its model calls' place in the provider limiter unless the agent has its own
-    priority: str = "interactive"
-    # an idle agent's prompt is acknowledged by its turn's start (one write,
-    # no queue row): the submitter waits on this for the stored first row
-    ack: StartAck | None = None
-    # pictures sent with the prompt (agent.prompt attachments), after its text
-    images: list[ImageBlock] = field(default_factory=list)
-
-
-@dataclass
-class _Switch:
-    resolved: ResolvedModel
-    done: trio.Event = field(default_factory=trio.Event)
-
-
-@dataclass
-class _Compact:
-    keep_turns: int | None
-    done: trio.Event = field(default_factory=trio.Event)
-    outcome: CompactOutcome | None = None
 
 
 KEEP_RESULTS = 64  # ended turns remembered for a late wait_turn() (agent.wait names it)
@@ -254,10 +229,12 @@ class Actor:
         mail_ids: list[int] | None = None,
         priority: str = "interactive",
         images: list[ImageBlock] | None = None,
+        causes: tuple[Cause, ...] = (),
     ) -> tuple[str, int]:
         """Queue a prompt, committed to the store before this returns (with
         ``mail_ids``, that mail is marked read in the same transaction).
         ``priority``: who is waiting for it (see _Prompt).
+        ``causes``: the spans its turn continues (agents/tracing).
         Returns (turn id, position): 0 starts now, N waits behind N."""
         if self.needs_host is not None:
             raise InvalidEntry(
@@ -270,7 +247,9 @@ class Actor:
             if not mail_ids and self._idle():
                 ack = StartAck()
                 pictures = list(images or ())
-                prompt = _Prompt(turn, text, None, priority=priority, ack=ack, images=pictures)
+                prompt = _Prompt(
+                    turn, text, None, priority=priority, ack=ack, images=pictures, causes=causes
+                )
                 self._queue.append(prompt)
                 self._poke()
             else:
@@ -279,7 +258,9 @@ class Actor:
                 queued = await self.deps.db.enqueue_prompt(
                     self.uuid, turn, text, mail_ids=mail_ids, images=stored
                 )
-                self.restore_prompt(turn, text, queued.id, priority=priority, images=queued.images)
+                self.restore_prompt(
+                    turn, text, queued.id, priority=priority, images=queued.images, causes=causes
+                )
         if ack is not None:
             # like a store call, not abandoned halfway: the answer says whether it is stored
             with trio.CancelScope(shield=True):
@@ -309,6 +290,7 @@ class Actor:
         *,
         priority: str,
         context: list[Message] | None = None,
+        causes: tuple[Cause, ...] = (),
     ) -> None:
         """Run a turn whose user row (and open-turn mark) the transaction that
         created this agent wrote (Store.fork_many). ``context``: its replayed
@@ -317,7 +299,7 @@ class Actor:
         if context is not None and self._context is None:
             self._context = context
         self._queue.append(
-            _Prompt(turn=turn, text=text, queue_id=None, resume_from=first_row, priority=priority)
+            _Prompt(turn, text, None, first_row, priority=priority, causes=causes)
         )
         self._poke()
 
@@ -329,12 +311,13 @@ class Actor:
         *,
         priority: str = "background",
         images: list[dict[str, str]] | None = None,
+        causes: tuple[Cause, ...] = (),
     ) -> None:
         """Queue a prompt already stored (on restore, in the store's order:
         nobody's call waits on it any more, so background by default)."""
         pictures = [ImageBlock(media_type=i["media_type"], data=i["data"]) for i in images or ()]
         self._queue.append(
-            _Prompt(turn=turn, text=text, queue_id=queue_id, priority=priority, images=pictures)
+            _Prompt(turn, text, queue_id, priority=priority, images=pictures, causes=causes)
         )
         self._poke()
 
@@ -482,10 +465,15 @@ class Actor:
         for m in mail:
             sender = self.deps.neighbours.label_of(m.from_uuid) if m.from_uuid else "a person"
             lines.append(f"[mail from {sender}]\n{m.body}")
+        tracer = self.deps.tracer
+        causes = tuple(tracer.mail_causes([m.id for m in mail])) if tracer is not None else ()
         # read and queued in one transaction: a crash in between loses nothing
         try:
             await self.submit(
-                "\n\n".join(lines), mail_ids=[m.id for m in mail], priority="background"
+                "\n\n".join(lines),
+                mail_ids=[m.id for m in mail],
+                priority="background",
+                causes=causes,
             )
         except InvalidEntry:
             # a wait took some of it meanwhile: the flag is still up, read again
@@ -566,7 +554,8 @@ class Actor:
         )
         self._running = turn
         try:
-            result = await turn.run()
+            tracer = self.deps.tracer
+            result = await (turn.run() if tracer is None else traced(tracer, self, turn, cmd))
         finally:
             self._running = None
         if result is None:  # its start was refused: the submitter was told, nothing ran

@@ -10,7 +10,7 @@ and replay shows its summary in the prefix's place.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import structlog
 import trio
@@ -32,6 +32,9 @@ from .limited import passage
 from .meter import ContextMeter
 from .pricing import price
 
+if TYPE_CHECKING:
+    from .tracing import ModelCall
+
 log = structlog.get_logger("ikigai.agents")
 
 Reason = Literal["auto", "manual", "context_length"]
@@ -40,6 +43,7 @@ _SUMMARY_ATTEMPTS = 3
 
 class CompactHost(Protocol):
     uuid: str
+    name: str
     provider: str
     model: str
     system_prompt: str
@@ -135,6 +139,22 @@ class Compactor:
         """Summarize the oldest part of the context. ``provider``/``model``:
         whose window the context must fit (the agent's by default);
         ``first_row``: the running turn's first row, never compacted."""
+        tracer = self.deps.tracer
+        if tracer is None:
+            return await self._compact(reason, provider, model, first_row, keep_turns)
+        host = self.host
+        in_turn = self.turn is not None
+        with tracer.compaction(agent=host.uuid, name=host.name, reason=reason, in_turn=in_turn):
+            return await self._compact(reason, provider, model, first_row, keep_turns)
+
+    async def _compact(
+        self,
+        reason: Reason,
+        provider: str | None,
+        model: str | None,
+        first_row: int | None,
+        keep_turns: int | None,
+    ) -> CompactOutcome:
         host, deps, meter = self.host, self.deps, self.host.meter
         provider = provider or host.provider
         model = model or host.model
@@ -325,6 +345,25 @@ class Compactor:
     async def _call(
         self, provider: str, model: str, request: Request
     ) -> tuple[Response | None, ProviderError | None]:
+        tracer = self.deps.tracer
+        if tracer is None:
+            return await self._attempts(provider, model, request)
+        api = self.deps.pool.api_for(provider, model)
+        call = tracer.model_call(provider=provider, api=api, request=request)
+        response, error = None, None
+        try:
+            response, error = await self._attempts(provider, model, request, call)
+        finally:
+            cost = None
+            if response is not None:
+                catalog = self.deps.pool.catalog
+                cost = price(catalog, provider, response.model, model, response.usage)
+            call.end(response, error, cost)
+        return response, error
+
+    async def _attempts(
+        self, provider: str, model: str, request: Request, call: ModelCall | None = None
+    ) -> tuple[Response | None, ProviderError | None]:
         deps = self.deps
         error: ProviderError | None = None
         for attempt in range(1, _SUMMARY_ATTEMPTS + 1):
@@ -355,6 +394,8 @@ class Compactor:
             delay = deps.config.retry.delay(error, attempt)
             if delay is None or attempt == _SUMMARY_ATTEMPTS:
                 break
+            if call is not None:
+                call.retry(attempt + 1, delay, error)
             if not slot.wall(error, delay):  # paused: the retry waits in the key's queue
                 await trio.sleep(delay)
         return None, error

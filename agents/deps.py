@@ -26,6 +26,7 @@ from .tools import AgentOps, ToolRegistry
 
 if TYPE_CHECKING:  # imported by the daemon when servers are configured
     from .tools.mcp import McpHub
+    from .tracing import Tracer
 
 
 @dataclass(frozen=True)
@@ -102,3 +103,5 @@ class ActorDeps:
     # asked before each model call, so a daemon that was paused past its
     # lease makes none before its agents are stopped
     lease_held: Callable[[], bool] = _always
+    # spans of turns, model calls and tool calls (agents/tracing); None: traces off
+    tracer: Tracer | None = None

@@ -44,6 +44,7 @@ from .pool import ProviderPool
 from .schedules import Scheduler
 from .store import AsyncStore
 from .tools import ToolRegistry
+from .tracing import Cause, caused_here
 
 if TYPE_CHECKING:
     from .tools.mcp import McpHub
@@ -357,7 +358,11 @@ class Supervisor(SharedDatabase):
         if worktree is not None:
             self.note_worktree(record.uuid, worktree)
         actor = await self._start(record)
-        turn = (await actor.submit(prompt, priority=origin))[0] if prompt else None
+        if prompt:  # a fork by a tool call continues its span's trace
+            causes = caused_here(self.deps.tracer, "fork")
+            turn = (await actor.submit(prompt, priority=origin, causes=causes))[0]
+        else:
+            turn = None
         return record, resolved, turn
 
     async def fork(
@@ -410,14 +415,18 @@ class Supervisor(SharedDatabase):
         return doomed
 
     async def prompt(
-        self, actor: Actor, text: str, images: list[ImageBlock] | None = None
+        self,
+        actor: Actor,
+        text: str,
+        images: list[ImageBlock] | None = None,
+        causes: tuple[Cause, ...] = (),
     ) -> tuple[str, int]:
         """Queue a prompt (with pictures after its text); committed when this
-        returns. (turn id, position)."""
+        returns. (turn id, position). ``causes``: the spans it continues."""
         if not text.strip():
             raise AgentError("the prompt is empty")
         try:
-            return await actor.submit(text, images=images)
+            return await actor.submit(text, images=images, causes=causes)
         except StoreError as e:
             raise AgentError(str(e)) from None
 
@@ -530,6 +539,8 @@ class Supervisor(SharedDatabase):
         if target is None:
             raise AgentError(f"agent {record.name} ({record.uuid}) is dead")
         mail_id = await self.db.send_mail(sender, target.uuid, text)
+        if self.deps.tracer is not None:  # the turn that reads it links to the sender's span
+            self.deps.tracer.mail_sent(mail_id)
         target.notify_mail()
         self._pulse()
         return mail_id

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 import trio
 
 from providers.accumulate import Accumulator
 from providers.errors import transport_error
-from providers.limits import output_cap
 from providers.secrets import scrub
 from providers.types import (
     ImageBlock,
@@ -29,7 +28,6 @@ from providers.types import (
     Request,
     Response,
     TextBlock,
-    ThinkingConfig,
     ThinkingLevel,
     ToolCallBlock,
     ToolResultBlock,
@@ -41,7 +39,6 @@ from ._start import StartAck
 from .budget import refuse_call
 from .compaction import too_long
 from .compactor import price
-from .context import step_thinking
 from .deps import ActorDeps
 from .events import (
     AgentEvent,
@@ -58,6 +55,9 @@ from .events import (
 from .meter import ContextMeter
 from .permissions._gate import Approvals, Gate
 from .tools import ToolContext
+
+if TYPE_CHECKING:
+    from .tracing import ModelCall
 
 log = structlog.get_logger("ikigai.agents")
 
@@ -364,7 +364,15 @@ class Turn(FittingSteps):
             progress=progress,
             worktrees=cfg.worktrees,
             worktree_branch=host.worktree_branch,
+            tracer=deps.tracer,
         )
+        tracer = deps.tracer
+        if tracer is not None:
+            for call, verdict in zip(calls, verdicts, strict=True):
+                if verdict is not None:  # a span for the call refused, as for those run
+                    server = self._tools.server_of(call.name)
+                    with tracer.tool(call, server=server, decision="deny") as span:
+                        span.end(verdict, True)
         ran = iter(await self._tools.run_all(allowed, ctx, limit=cfg.tool_concurrency))
         return [
             next(ran)
@@ -401,14 +409,20 @@ class Turn(FittingSteps):
         )
 
     def _spend(self, response: Response) -> None:
-        """Add a response's tokens and cost (``price``: the one pricing rule)."""
-        host = self.host
+        """Add a response's tokens and cost."""
         self.usage = self.usage + response.usage
+        cost = self._cost_of(response)
+        self.cost = None if cost is None or self.cost is None else self.cost + cost
+
+    def _cost_of(self, response: Response | None) -> float | None:
+        """A response's cost (``price``: the one pricing rule)."""
+        if response is None:
+            return None
+        host = self.host
         provider = response.provider or host.provider
         # the requested model is the agent's, on its own provider (a fallback's is reported)
         requested = host.model if provider == host.provider else None
-        cost = price(self.deps.pool.catalog, provider, response.model, requested, response.usage)
-        self.cost = None if cost is None or self.cost is None else self.cost + cost
+        return price(self.deps.pool.catalog, provider, response.model, requested, response.usage)
 
     async def _store_results(self, calls: list[ToolCallBlock], text: str) -> None:
         results = [
@@ -418,41 +432,6 @@ class Turn(FittingSteps):
         msg = Message(role="tool", content=list(results))
         await self.deps.db.append_tool_results(self.host.uuid, msg, end_turn=True)
         (await self.host.context()).append(msg)
-
-    def _request(
-        self, model: str, provider: str, level: ThinkingLevel, history: list[Message]
-    ) -> Request:
-        system = self.host.system_prompt
-        limits = self.deps.pool.catalog.limits(provider, model)
-        # for_provider, then bound_results: kept from the last call, only what was appended walked
-        messages = self.host.meter.prepared(
-            history, provider, int(limits.context_window * self.deps.config.tool_result_share)
-        )
-        api = self.deps.pool.api_for(provider, model)
-        level, lowered = step_thinking(messages, provider=provider, api=api, level=level)
-        if lowered is not None and lowered != self._lowered:
-            self.host.publish(Notice(text=lowered), self.id)
-        self._lowered = lowered
-        wanted = self.deps.config.max_output_tokens
-        fits = min(wanted, limits.max_output_tokens)
-        cap = output_cap(api, fits)
-        if cap != fits and not self._capped:
-            self._capped = True
-            self.host.publish(
-                Notice(
-                    text=f"max_output_tokens {fits} is below the {api} API's minimum: "
-                    f"{cap} asked for instead (raise max_output_tokens in config.json)"
-                ),
-                self.id,
-            )
-        return Request(
-            model=model,
-            messages=messages,
-            system=[TextBlock(text=system)] if system else [],
-            thinking=ThinkingConfig(level=level),
-            tools=self._tools.definitions(),
-            max_output_tokens=cap,
-        )
 
     def _targets(self) -> list[tuple[str, str, ThinkingLevel]]:
         """The agent's model, then each configured fallback that differs from it."""
@@ -490,79 +469,113 @@ class Turn(FittingSteps):
                     self.id,
                 )
             request = await self._fitted(model, provider_name, level)
-            attempt = 0
-            while True:
-                if await refuse_call(self, provider_name, model, request):
-                    return None, None  # not made: it could cross a budget
-                attempt += 1
-                self.model_calls += 1
-                acc = Accumulator(provider=provider_name)
-                provider = self.deps.pool.get(provider_name, model)
-                # a retry waiting in the key's queue stays "retrying" (limited.py)
-                async with self._passage(provider_name, request) as slot:
-                    if not self.deps.lease_held():
-                        # another daemon may adopt this agent any moment: no
-                        # call from here; the watchdog stops this turn
-                        await trio.sleep_forever()
-                    host.set_state("waiting_for_llm")
-                    async with provider.stream(request, on_limits=slot.learn) as events:
-                        burst = 0
-                        async for event in events:
-                            acc.feed(event)
-                            host.publish(event, self.id)
-                            burst += 1
-                            if burst == _PUBLISH_SLICE:
-                                # one network read can hold thousands of deltas:
-                                # let subscribers' forwarders run before their buffers fill
-                                burst = 0
-                                await trio.lowlevel.checkpoint()
-                    if acc.finish_reason is not None:
-                        slot.done(acc.usage)
-                if acc.error is None and acc.finish_reason is not None:
-                    response = acc.response()
-                    host.meter.learn(provider_name, self._raw, response.usage.input_tokens)
-                    if provider_name in host.meter.ratio:  # the limiter's first guess for others
-                        self.deps.pool.token_ratio[provider_name] = host.meter.ratio[provider_name]
-                    return response, None
-                error = acc.error or transport_error(
-                    "network", "the stream ended without a final event", provider=provider_name
+            tracer = self.deps.tracer
+            if tracer is None:
+                response, error = await self._attempts(provider_name, model, level, request)
+            else:
+                after = (targets[index - 1][1], error) if index and error is not None else None
+                call = tracer.model_call(
+                    provider=provider_name,
+                    api=self.deps.pool.api_for(provider_name, model),
+                    request=request,
+                    fallback_from=after,
                 )
-                if error.category == "context_length":
-                    if not self._recovered and await self._recover(
-                        request, provider_name, model, error
-                    ):
-                        request = await self._fitted(model, provider_name, level, checked=True)
-                        continue
-                    limits = self.deps.pool.catalog.limits(provider_name, model)
-                    error = too_long(error, provider_name, model, limits)
-                delay = self.deps.config.retry.delay(error, attempt)
-                if delay is None or self.stop_at_boundary:
-                    break
-                log.info(
-                    "retrying model call",
-                    agent=host.uuid,
-                    turn=self.id,
-                    attempt=attempt + 1,
-                    category=error.category,
-                    http_status=error.http_status,
-                    wait_s=round(delay, 3),
-                    model=model,
-                    error=scrub(error.message),
-                )
-                host.publish(
-                    RetryScheduled(
-                        attempt=attempt + 1,
-                        delay=delay,
-                        error=error,
-                        model=model,
-                        discarded_output=acc.has_output,
-                    ),
-                    self.id,
-                )
-                host.set_state("retrying")
-                if not slot.wall(error, delay):
-                    await trio.sleep(delay)
-                # else: the key is paused for every agent; the retry waits in its queue
+                response, error = None, None
+                try:
+                    response, error = await self._attempts(
+                        provider_name, model, level, request, call
+                    )
+                finally:
+                    call.end(response, error, self._cost_of(response))
+            if response is not None or error is None:  # answered, or not made (budget)
+                return response, None
             if not error.retryable or self.stop_at_boundary:
                 break
         return None, error
+
+    async def _attempts(
+        self,
+        provider_name: str,
+        model: str,
+        level: ThinkingLevel,
+        request: Request,
+        call: ModelCall | None = None,
+    ) -> tuple[Response | None, ProviderError | None]:
+        """One model's answer, retried as the error allows: (response, None),
+        (None, the last error), or (None, None) when a budget refused the call."""
+        host = self.host
+        attempt = 0
+        while True:
+            if await refuse_call(self, provider_name, model, request):
+                return None, None  # not made: it could cross a budget
+            attempt += 1
+            self.model_calls += 1
+            acc = Accumulator(provider=provider_name)
+            provider = self.deps.pool.get(provider_name, model)
+            # a retry waiting in the key's queue stays "retrying" (limited.py)
+            async with self._passage(provider_name, request) as slot:
+                if not self.deps.lease_held():
+                    # another daemon may adopt this agent any moment: no
+                    # call from here; the watchdog stops this turn
+                    await trio.sleep_forever()
+                host.set_state("waiting_for_llm")
+                async with provider.stream(request, on_limits=slot.learn) as events:
+                    burst = 0
+                    async for event in events:
+                        acc.feed(event)
+                        host.publish(event, self.id)
+                        burst += 1
+                        if burst == _PUBLISH_SLICE:
+                            # one network read can hold thousands of deltas:
+                            # let subscribers' forwarders run before their buffers fill
+                            burst = 0
+                            await trio.lowlevel.checkpoint()
+                if acc.finish_reason is not None:
+                    slot.done(acc.usage)
+            if acc.error is None and acc.finish_reason is not None:
+                response = acc.response()
+                host.meter.learn(provider_name, self._raw, response.usage.input_tokens)
+                if provider_name in host.meter.ratio:  # the limiter's first guess for others
+                    self.deps.pool.token_ratio[provider_name] = host.meter.ratio[provider_name]
+                return response, None
+            error = acc.error or transport_error(
+                "network", "the stream ended without a final event", provider=provider_name
+            )
+            if error.category == "context_length":
+                if not self._recovered and await self._recover(
+                    request, provider_name, model, error
+                ):
+                    request = await self._fitted(model, provider_name, level, checked=True)
+                    continue
+                limits = self.deps.pool.catalog.limits(provider_name, model)
+                error = too_long(error, provider_name, model, limits)
+            delay = self.deps.config.retry.delay(error, attempt)
+            if delay is None or self.stop_at_boundary:
+                return None, error
+            if call is not None:
+                call.retry(attempt + 1, delay, error)
+            log.info(
+                "retrying model call",
+                agent=host.uuid,
+                turn=self.id,
+                attempt=attempt + 1,
+                category=error.category,
+                http_status=error.http_status,
+                wait_s=round(delay, 3),
+                model=model,
+                error=scrub(error.message),
+            )
+            host.publish(
+                RetryScheduled(
+                    attempt=attempt + 1,
+                    delay=delay,
+                    error=error,
+                    model=model,
+                    discarded_output=acc.has_output,
+                ),
+                self.id,
+            )
+            host.set_state("retrying")
+            if not slot.wall(error, delay):
+                await trio.sleep(delay)
+            # else: the key is paused for every agent; the retry waits in its queue

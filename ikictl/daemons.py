@@ -246,12 +246,24 @@ def show_line(info: Mapping[str, Any], out: TextIO) -> None:
 
 def status_lines(st: Mapping[str, Any], out: TextIO) -> None:
     """``status``'s lines about this daemon among those sharing its database
-    (a Status; none from a daemon older than the ``cluster`` object)."""
-    cluster = st.get("cluster")
-    if not isinstance(cluster, dict):
-        return
+    and its traces (a Status; none from a daemon older than those objects)."""
     from ikictl import render
 
+    for k, v in [*_cluster_rows(st.get("cluster")), *_traces_rows(st.get("traces"))]:
+        out.write(f"{k + ':':<13}{render.safe_line(v)}\n")
+
+
+def _traces_rows(traces: object) -> list[tuple[str, str]]:
+    if not isinstance(traces, dict):
+        return []
+    if traces.get("enabled"):
+        return [("traces", f"on, to {traces.get('endpoint') or 'the OTEL_* default'}")]
+    return [("traces", f"off ({traces.get('why')})")]
+
+
+def _cluster_rows(cluster: object) -> list[tuple[str, str]]:
+    if not isinstance(cluster, dict):
+        return []
     labels = cluster.get("labels") or []
     rows = [("daemon", f"{cluster.get('id')}" + (f" (labels {_labels(labels)})" if labels else ""))]
     if cluster.get("shared"):
@@ -267,8 +279,7 @@ def status_lines(st: Mapping[str, Any], out: TextIO) -> None:
                 "(the other daemons adopt them)",
             )
         )
-    for k, v in rows:
-        out.write(f"{k + ':':<13}{render.safe_line(v)}\n")
+    return rows
 
 
 def _seconds(value: object) -> str:

@@ -25,6 +25,7 @@ from ikictl.render import (
     safe,
     safe_line,
 )
+from ikigai._trace import with_trace
 
 ERASE_LINE = "\r\x1b[2K"  # to the line's start, and clear it
 
@@ -358,7 +359,7 @@ def run_turn(
     sub_id = client.send(p.AGENT_SUBSCRIBE, {"agent": agent})
     show_id = client.send(p.AGENT_SHOW, {"agent": agent})
     sub: Subscribed = client.wait(sub_id)
-    prompt_id = client.send(p.AGENT_PROMPT, {"agent": agent, "text": text})
+    prompt_id = client.send(p.AGENT_PROMPT, with_trace({"agent": agent, "text": text}, None))
     before: ShownAgent = client.wait(show_id)
     started: Queued = client.wait(prompt_id)
     if on_started is not None:

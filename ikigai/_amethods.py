@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import protocol as p
 from ikigai._astream import AsyncSubscription, AsyncTurn
+from ikigai._trace import with_trace
 from ikigai.errors import RpcError, TurnFailed
 
 TYPE_CHECKING = False  # importing typing itself costs ikictl start-up time
@@ -193,30 +194,45 @@ class AsyncMethods:
         return await self.call(p.AGENT_SHOW, {"agent": agent})
 
     async def prompt(
-        self, agent: str, text: str, *, attachments: list[dict[str, Any]] | None = None
+        self,
+        agent: str,
+        text: str,
+        *,
+        attachments: list[dict[str, Any]] | None = None,
+        traceparent: str | None = None,
     ) -> AsyncTurn:
         """Queue ``text`` as the agent's next turn; the handle streams the
         turn's events (subscribed before the prompt is sent, so none is
         missed) and ``wait()`` gives how it ended. ``attachments``: pictures,
-        ``{"media_type": "image/png", "data": BASE64}`` each."""
+        ``{"media_type": "image/png", "data": BASE64}`` each. ``traceparent``:
+        the W3C trace context the turn continues (default: the current
+        OpenTelemetry span's, when the program uses OpenTelemetry)."""
         sub = await self.subscribe(agent)
         try:
-            queued = await self.enqueue(agent, text, attachments=attachments)
+            queued = await self.enqueue(
+                agent, text, attachments=attachments, traceparent=traceparent
+            )
         except BaseException:
             await sub.aclose()
             raise
         return AsyncTurn(self, sub, queued["turn"], queued["position"])
 
     async def enqueue(
-        self, agent: str, text: str, *, attachments: list[dict[str, Any]] | None = None
+        self,
+        agent: str,
+        text: str,
+        *,
+        attachments: list[dict[str, Any]] | None = None,
+        traceparent: str | None = None,
     ) -> R.Queued:
         """Queue ``text`` as the agent's next turn and return at once: the
         turn's id and the turns ahead of it (``prompt`` to follow it, ``ask``
-        or ``wait_turn`` to wait for its outcome)."""
+        or ``wait_turn`` to wait for its outcome). ``attachments`` and
+        ``traceparent`` as ``prompt``'s."""
         params: dict[str, Any] = {"agent": agent, "text": text}
         if attachments:
             params["attachments"] = attachments
-        return await self.call(p.AGENT_PROMPT, params)
+        return await self.call(p.AGENT_PROMPT, with_trace(params, traceparent))
 
     async def ask(
         self,
@@ -226,14 +242,15 @@ class AsyncMethods:
         check: bool = False,
         timeout: float | None = None,
         attachments: list[dict[str, Any]] | None = None,
+        traceparent: str | None = None,
     ) -> R.TurnOutcome:
         """Prompt and wait for the outcome, without streaming: ``reply``,
         ``status``, ``usage``, ``cost_usd``. ``check``: raise TurnFailed unless
-        it completed. ``attachments`` as ``prompt``'s."""
+        it completed. ``attachments`` and ``traceparent`` as ``prompt``'s."""
         params: dict[str, Any] = {"agent": agent, "text": text, "wait": True}
         if attachments:
             params["attachments"] = attachments
-        rid = await self.send(p.AGENT_PROMPT, params)
+        rid = await self.send(p.AGENT_PROMPT, with_trace(params, traceparent))
         try:
             outcome: R.TurnOutcome = await self.wait_for(rid, timeout)
         except RpcError as e:

@@ -115,6 +115,8 @@ class Prompt(_P, frozen=True):
     text: str
     wait: bool = False
     attachments: list[Attachment] | None = None
+    # a W3C trace context the turn continues; anything malformed is ignored
+    traceparent: Any = None
 
 
 class Subscribe(_P, frozen=True):

@@ -32,6 +32,7 @@ from protocol.schedule_results import ScheduleRun as ScheduleRun
 from protocol.schedule_results import ScheduleShown as ScheduleShown
 from protocol.setting_results import PolicySet as PolicySet
 from protocol.setting_results import PrioritySet as PrioritySet
+from protocol.trace_results import TracesState as TracesState
 from protocol.worktree_results import Worktree as Worktree
 from protocol.worktree_results import WorktreeBrief as WorktreeBrief
 from protocol.worktree_results import WorktreeDiff as WorktreeDiff
@@ -79,6 +80,7 @@ class Status(TypedDict):
     cluster: ClusterState  # this daemon among those sharing its database
     policies: list[str]  # the tool-permission policies an agent may be given (agent.set_policy)
     default_policy: str  # the one an agent made without a policy follows
+    traces: TracesState  # OpenTelemetry export, as decided at start
 
 
 class Prices(TypedDict):

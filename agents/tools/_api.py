@@ -20,6 +20,7 @@ from ._guard import Guard, Protected
 
 if TYPE_CHECKING:  # at run time: the permissions package may import tools' names
     from agents.permissions._types import Sandbox
+    from agents.tracing import Tracer
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ class ToolContext:
     # a long tool reports progress: (call_id, progress, total, message)
     call_id: str = ""
     progress: Callable[[str, float, float | None, str | None], None] | None = None
+    # each call run in its own span (agents/tracing); None: traces off
+    tracer: Tracer | None = None
 
     def process_env(self, tool: str) -> dict[str, str]:
         """The environment of a process run by ``tool`` for this agent."""
@@ -145,4 +148,5 @@ class ToolSpec:
     parameters: dict[str, Any]  # JSON Schema of the arguments object
     handler: Handler
     timeout: float = 120.0  # seconds
+    server: str | None = None  # the MCP server whose tool it is (traces say so)
     max_output: int = 64 * 1024  # characters kept of the output; the rest is cut with a note

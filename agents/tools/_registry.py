@@ -119,6 +119,11 @@ class ToolRegistry:
         view._specs = {**{s.name: s for s in specs}, **self._specs}
         return view
 
+    def server_of(self, name: str) -> str | None:
+        """The MCP server of tool ``name`` (None: a built-in or unknown tool)."""
+        spec = self._specs.get(name)
+        return spec.server if spec is not None else None
+
     # ------------------------------------------------------------ running
 
     async def run(self, call: ToolCallBlock, ctx: ToolContext) -> ToolResultBlock:
@@ -155,7 +160,15 @@ class ToolRegistry:
 
         async def one(i: int, call: ToolCallBlock) -> None:
             async with limiter:
-                results[i] = await self.run(call, ctx)
+                tracer = ctx.tracer
+                if tracer is None:
+                    results[i] = await self.run(call, ctx)
+                    return
+                # current in this call's task: a fork or a mail it makes links to it
+                server = self.server_of(call.name)
+                with tracer.tool(call, server=server, decision="allow") as span:
+                    results[i] = done = await self.run(call, ctx)
+                    span.end(done.content, done.is_error)
 
         async with trio.open_nursery() as nursery:
             for i, call in enumerate(calls):

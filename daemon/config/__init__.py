@@ -20,6 +20,8 @@ objects the daemon runs with. Where each key of the file lives:
   into what the agents check;
 - ``cluster``: ``cluster.*`` (the daemon's id, lease, heartbeat, labels,
   drain) among daemons sharing one PostgreSQL database;
+- ``traces``: ``traces.*`` (OpenTelemetry traces and metrics: enabled,
+  endpoint, content, service_name) and the ``OTEL_*`` variables;
 - ``_messages``: msgspec's errors as messages naming the file and the field.
 
 docs/configuration.md documents every key.

@@ -36,6 +36,7 @@ from daemon.config.providers import (
 )
 from daemon.config.stream import StreamConfig
 from daemon.config.tools import ToolsPolicy, check_tools_env, key_names, tools_env_one_by_one
+from daemon.config.traces import TracesConfig, traces_fault
 from protocol.jsontext import json_kind, text_fault, undecodable_field
 
 __all__ = ["Config", "build_permissions", "load_config", "parse_config"]
@@ -71,6 +72,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     stream: StreamConfig = msgspec.field(default_factory=StreamConfig)
     budget: BudgetConfig = msgspec.field(default_factory=BudgetConfig)
     cluster: ClusterConfig = msgspec.field(default_factory=ClusterConfig)
+    traces: TracesConfig = msgspec.field(default_factory=TracesConfig)
     # false: no provider limiter at all (the benchmarks' baseline); read at start
     provider_limiter: bool = True
 
@@ -163,6 +165,7 @@ def _check(config: Config, where: str) -> None:
             config.context, config.providers, catalog, max_output_tokens=config.max_output_tokens
         )
         or cluster_fault(config.cluster)
+        or traces_fault(config.traces)
     )
     if fault is not None:
         raise ConfigError(f"{where}: {fault}")

@@ -12,6 +12,7 @@ import msgspec
 
 import protocol as p
 from agents import fork_names
+from agents.tracing import prompt_causes
 from agents.worktrees import Wish
 from daemon.methods._context import context_of
 from daemon.methods.attachments import checked_images
@@ -142,8 +143,11 @@ class AgentsApi(Family):
     async def prompt(self, conn: Connection, params: P.Prompt) -> R.Queued | R.TurnOutcome:
         images = checked_images(params.attachments or [])
         actor = await self.host._actor(params.agent)
+        # read only when traces are on: off, a traceparent costs nothing
+        on = self.sup.deps.tracer is not None
+        causes = prompt_causes(params.traceparent) if on else ()
         with refusals():
-            turn, position = await self.sup.prompt(actor, params.text, images)
+            turn, position = await self.sup.prompt(actor, params.text, images, causes)
         if not params.wait:
             return {"turn": turn, "position": position}
         result = await self.host._outcome(actor.uuid, turn)

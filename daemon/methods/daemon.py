@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import httpx
 
@@ -22,6 +22,9 @@ from protocol.version import __version__
 
 if TYPE_CHECKING:
     from daemon.server import Connection, Handler
+
+# a daemon whose service did not say (tests that build the API by hand)
+_TRACES_OFF = {"enabled": False, "endpoint": None, "content": False, "why": "not started"}
 
 
 class DaemonApi(Family):
@@ -55,6 +58,7 @@ class DaemonApi(Family):
             "cluster": cluster_state(self.host.info.membership),
             "policies": self.sup.deps.permissions.known(),
             "default_policy": self.sup.deps.permissions.default,
+            "traces": cast(R.TracesState, self.host.info.traces or _TRACES_OFF),
         }
 
     async def shutdown(self, conn: Connection, params: P.NoParams) -> R.Ok:

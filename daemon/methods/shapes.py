@@ -67,6 +67,7 @@ class DaemonInfo:
     settings: Callable[[str], Any]  # provider name -> ProviderSettings
     max_line_bytes: int = 0  # the longest request line the socket takes (read at start)
     membership: Membership | None = None  # this daemon among the database's (daemon/cluster)
+    traces: dict[str, Any] | None = None  # daemon.status's ``traces`` (daemon/process/traces.py)
 
 
 class ApiHost(Protocol):

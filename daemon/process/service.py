@@ -61,6 +61,7 @@ from daemon.process.sockets import (
     sd_notify,
     socket_in_use,
 )
+from daemon.process.traces import start_traces, stop_traces
 from daemon.server import ControlServer
 from daemon.server.events import DaemonEvents
 from protocol.credentials import load_credentials, secret_values
@@ -287,6 +288,8 @@ class Daemon:
                 build_permissions(config, sandbox_available=self.sandbox_ok),
                 mcp=self.hub,
             )
+            # before the agents are restored: a turn resumed at start is traced too
+            self.sup.deps.tracer, traces = start_traces(config.traces)
             self.sup.restore_only = restore_only
             self.sup.shared = store.shared
             self.sup.deps.lease_held = self.membership.lease_held
@@ -312,6 +315,7 @@ class Daemon:
                     settings=lambda name: self.pool._settings(name),  # type: ignore[union-attr]
                     max_line_bytes=config.max_line_bytes,
                     membership=self.membership,
+                    traces=traces,
                 )
                 api = Api(self.sup, catalog, info)
                 self.server = ControlServer(
@@ -361,6 +365,8 @@ class Daemon:
                 nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
+                if self.sup is not None:
+                    await stop_traces(self.sup.deps.tracer)
                 if self.pool is not None:
                     await self.pool.aclose()
                 await trio.to_thread.run_sync(store.close)

@@ -66,6 +66,7 @@ class Goal:
 E2E_100 = "100 agents x 50/s"
 E2E_1000 = "1,000 agents x 10/s"
 TURN_AGENTS = "500"
+TRACES_100 = "100 agents"
 GOALS = [
     Goal(
         f"daemon CPU per delivered event within 1.5x of the lean relay floor, {E2E_100}",
@@ -227,6 +228,21 @@ GOALS = [
         "<= 1.5x",
         versus="compaction: replay per call (convert, cut, measure), 100 messages",
     ),
+    # issue 34, traces: the daemon beside itself with opentelemetry not installed
+    Goal(
+        f"tracing off costs within 2% of daemon CPU per delivered event, {TRACES_100}",
+        f"traces: CPU per event, {TRACES_100}, tracing off",
+        "ratio",
+        lambda x: x <= 1.02,
+        "<= 1.02x",
+    ),
+    Goal(
+        f"tracing on (OTLP/HTTP export) within 15% of daemon CPU per delivered event, {TRACES_100}",
+        f"traces: CPU per event, {TRACES_100}, tracing on",
+        "ratio",
+        lambda x: x <= 1.15,
+        "<= 1.15x",
+    ),
 ]
 
 # the README's table: these rows, in this order (a missing one shows as not measured)
@@ -241,6 +257,8 @@ HEADLINE = [
     f"e2e: added latency p99, {E2E_1000}",
     f"e2e: delivery of a 2 s stream, {E2E_1000}",
     f"e2e: lost events, {E2E_1000}",
+    f"traces: CPU per event, {TRACES_100}, tracing off",
+    f"traces: CPU per event, {TRACES_100}, tracing on",
     *[
         f"{api}: {what}"
         for api in ("openai chat", "openai responses", "anthropic", "google")
@@ -381,7 +399,7 @@ _HEAD = """\
 ```sh
 ./scripts/bench                      # every benchmark; then this file and the README section
 ./scripts/bench --quick              # a smoke run
-./scripts/bench --only store,ikictl  # a subset; codec = openai,anthropic,google; daemon = agents,compaction,mcp,e2e
+./scripts/bench --only store,ikictl  # a subset; codec = openai,anthropic,google; daemon = agents,compaction,mcp,e2e,traces
 ./scripts/bench --only codec --report  # a subset, and still rewrite this file and the README section
 ./scripts/bench --report-only        # only rewrite them, from bench-results.json
 ./scripts/bench --profile [PATH]     # also a py-spy flame graph of the daemon under the 100-agent load
@@ -539,6 +557,20 @@ least possible work (the lean relay of the e2e rows is that floor).
   split over 2 daemons vs all on 1, on the same cores).
   `bench_e2e.py` also runs its 100-agent load through a second
   daemon with `provider_limiter: false`: the limiter's own CPU per event.
+- **`traces: CPU per event, 100 agents, tracing off` / `tracing on`**
+  (`bench_traces.py`, issue 34): what OpenTelemetry tracing costs the
+  daemon. Three `ikigaid` processes under `bench_e2e.py`'s 100-agent load
+  (100 agents x 50 text deltas/s, 2 s streams), several turns of every
+  agent per repetition, repetitions interleaved: *off* (no OTLP endpoint),
+  *on* (`OTEL_EXPORTER_OTLP_ENDPOINT` names a sink in the bench process
+  answering 200 to every POST; batch processor delay 500 ms, metric
+  interval 5 s, so each repetition's spans and a metric export are sent
+  inside it), and the comparison, *not installed* (a folder first on
+  `PYTHONPATH` shadows `opentelemetry` with a package that raises
+  ImportError; the bench checks it cannot be imported there, and that the
+  *on* daemon's spans reached the sink). Figure: the daemon's CPU
+  (utime+stime) over a repetition, 1.5 s after its last turn included, per
+  text delta delivered; the median of the repetitions.
 """
 
 _TAIL = """\

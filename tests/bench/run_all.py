@@ -72,6 +72,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
     "scrub": ([], ["--lines", "300", "--reps", "9"]),
     "logging": ([], ["--lines", "500", "--reps", "9"]),
     "e2e": ([], ["--quick"]),
+    "traces": ([], ["--quick"]),
     "fanout": ([], ["--quick"]),
     "worktree": ([], ["--quick"]),
     "cluster": ([], ["--quick"]),
@@ -79,7 +80,7 @@ PLAN: dict[str, tuple[list[str], list[str]]] = {
 }
 ALIASES = {
     "codec": ["openai", "anthropic", "google"],
-    "daemon": ["agents", "compaction", "mcp", "e2e"],
+    "daemon": ["agents", "compaction", "mcp", "e2e", "traces"],
 }
 TIME_LIMIT = {"full": 600, "quick": 240}
 # scripts run more than once in a full run, their rows the median of the runs:
@@ -249,6 +250,7 @@ ADAPTERS: dict[str, tuple[bool, Callable[[Any, str], list[Row]]]] = {
     "compaction": (True, from_compaction),
     "mcp": (True, from_rows("mcp: ")),
     "e2e": (True, from_rows("e2e: ")),
+    "traces": (True, from_rows("traces: ")),
 }
 
 

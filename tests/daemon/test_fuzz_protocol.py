@@ -192,6 +192,12 @@ _by_field: dict[str, Any] = {
         max_size=3,
     )
     | st.none(),
+    # agent.prompt's trace context: a valid one, or what is ignored
+    "traceparent": st.sampled_from(
+        ["00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "00-xyz", "", "ff-" + "0" * 50]
+    )
+    | _plain
+    | _values,
     # agent.fork's fan-out: a few children, or past the bound
     "count": st.integers(-2, 4) | st.just(1001) | st.none(),
     "prompts": st.lists(_plain, max_size=3) | st.none(),

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 IKICTL = [str(BIN / "ikictl")] if (BIN / "ikictl").exists() else [sys.executable, "-m", "ikictl"]
 IKIGAID = [str(BIN / "ikigaid")] if (BIN / "ikigaid").exists() else [sys.executable, "-m", "daemon"]
-_SCRUB = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "IKIGAI_", "XAI_", "DEEPSEEK_", "OPENROUTER_", "GROQ_")
+_SCRUB = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "IKIGAI_", "XAI_", "DEEPSEEK_", "OPENROUTER_", "GROQ_", "OTEL_")
 
 
 def clean_env(home: Path) -> dict[str, str]:
@@ -141,9 +141,10 @@ def _text(data: bytes | str | None) -> str:
     return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
 
 
-def start_daemon(home: Path) -> Daemon:
-    """``ikigaid run`` in ``home``, once its socket answers (tests/_ready.py)."""
-    env = clean_env(home)
+def start_daemon(home: Path, extra_env: dict[str, str] | None = None) -> Daemon:
+    """``ikigaid run`` in ``home``, once its socket answers (tests/_ready.py);
+    ``extra_env`` added to its clean environment."""
+    env = {**clean_env(home), **(extra_env or {})}
     out = home / "ikigaid.stderr"
     with out.open("wb") as f:
         proc = subprocess.Popen([*IKIGAID, "run"], env=env, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT)

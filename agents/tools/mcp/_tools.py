@@ -154,6 +154,7 @@ def tool_spec(hub: Caller, info: McpToolInfo) -> ToolSpec:
         parameters=info.input_schema,
         handler=handler,
         timeout=TOTAL_TIMEOUT,
+        server=server,
     )
 
 

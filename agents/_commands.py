@@ -1,0 +1,47 @@
+"""The commands an actor's queue holds: a prompt (a turn to run), a model
+switch and a compaction, each run in order by ``Actor.work``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import trio
+
+from providers.modelspec import ResolvedModel
+from providers.types import ImageBlock
+
+from ._start import StartAck
+from .compactor import CompactOutcome
+from .tracing import Cause
+
+
+@dataclass
+class PromptCmd:
+    turn: str
+    text: str
+    queue_id: int | None  # its prompt_queue row (None: not stored, tests only)
+    resume_from: int | None = None  # a turn left waiting for approval: its first row
+    # who started it: a person (interactive) or agents and mail (background);
+    # its model calls' place in the provider limiter unless the agent has its own
+    priority: str = "interactive"
+    # an idle agent's prompt is acknowledged by its turn's start (one write,
+    # no queue row): the submitter waits on this for the stored first row
+    ack: StartAck | None = None
+    # pictures sent with the prompt (agent.prompt attachments), after its text
+    images: list[ImageBlock] = field(default_factory=list)
+    # the spans it continues (a script's traceparent, the fork or mail that
+    # caused it): the first is its turn span's parent (agents/tracing)
+    causes: tuple[Cause, ...] = ()
+
+
+@dataclass
+class SwitchCmd:
+    resolved: ResolvedModel
+    done: trio.Event = field(default_factory=trio.Event)
+
+
+@dataclass
+class CompactCmd:
+    keep_turns: int | None
+    done: trio.Event = field(default_factory=trio.Event)
+    outcome: CompactOutcome | None = None

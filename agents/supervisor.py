@@ -358,8 +358,8 @@ class Supervisor(SharedDatabase):
         if worktree is not None:
             self.note_worktree(record.uuid, worktree)
         actor = await self._start(record)
-        if prompt:  # a fork by a tool call continues its span's trace
-            causes = caused_here(self.deps.tracer, "fork")
+        if prompt:  # continues the trace of the tool call (a fork) or script making it
+            causes = caused_here(self.deps.tracer, "fork" if parent else "prompt")
             turn = (await actor.submit(prompt, priority=origin, causes=causes))[0]
         else:
             turn = None

@@ -486,7 +486,8 @@ class Turn(FittingSteps):
                         provider_name, model, level, request, call
                     )
                 finally:
-                    call.end(response, error, self._cost_of(response))
+                    refused = self.over_budget if response is None and error is None else None
+                    call.end(response, error, self._cost_of(response), refused)
             if response is not None or error is None:  # answered, or not made (budget)
                 return response, None
             if not error.retryable or self.stop_at_boundary:

@@ -172,6 +172,7 @@ class AsyncMethods:
         priority: str | None = None,
         budget: dict[str, Any] | None = None,
         worktree: WorktreeOption = None,
+        traceparent: str | None = None,
     ) -> R.Forked:
         """Several children of ``agent`` at once, in one transaction, each with
         its first turn started: one per entry of ``prompts``, or ``count`` of
@@ -179,12 +180,13 @@ class AsyncMethods:
         NAME-2...; the other settings are fork's, shared by every child.
         ``wait``: answered when every first turn has ended (each child's
         ``outcome``). ``worktree``: fork's, a worktree for each child (a
-        ``branch`` given is NAME-1, NAME-2... as the names are)."""
+        ``branch`` given is NAME-1, NAME-2... as the names are).
+        ``traceparent``: as prompt's, the trace the first turns continue."""
         params: dict[str, Any] = {"agent": agent, "prompts": prompts, "count": count}
         params.update({"prompt": prompt, "wait": wait, "model": model, "name": name, "at": at})
         params.update({"cwd": cwd, "policy": policy, "mcp": mcp, "priority": priority})
         params.update({"budget": budget, "worktree": worktree})
-        return await self.call(p.AGENT_FORK, params)
+        return await self.call(p.AGENT_FORK, with_trace(params, traceparent))
 
     async def agents(self, *, include_dead: bool = False) -> list[R.ListedAgent]:
         """Every agent (``include_dead``: the ended ones too; removed ones never)."""

@@ -91,6 +91,7 @@ class Create(_P, frozen=True):
     # the daemon to run it (an id, a host name or a label), or "any": the
     # live daemon with the fewest running agents; None: the one asked
     on: Ref | None = None
+    traceparent: Any = None  # as agent.prompt's: the trace its first turn continues
 
 
 class ListAgents(_P, frozen=True):
@@ -152,6 +153,7 @@ class Fork(_P, frozen=True):
     # each child in a git worktree of its own; None: as its policy says
     # (fork_isolation), else none
     worktree: bool | WorktreeAsk | None = None
+    traceparent: Any = None  # as agent.prompt's: the children's first turns link to it
 
 
 class SetModel(_P, frozen=True):

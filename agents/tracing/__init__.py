@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -42,6 +42,7 @@ __all__ = [
     "Tracer",
     "TurnSpan",
     "caused_here",
+    "continuing",
     "format_traceparent",
     "parse_traceparent",
     "prompt_causes",
@@ -104,6 +105,16 @@ def caused_here(tracer: Tracer | None, kind: CauseKind) -> tuple[Cause, ...]:
     return (Cause(here, kind),) if here is not None else ()
 
 
+def continuing(tracer: Tracer | None, value: object) -> AbstractContextManager[None]:
+    """A script's ``traceparent`` made current while its call makes agents:
+    their first turns continue its trace (forks linked to it). Nothing when
+    traces are off or the value is malformed."""
+    causes = prompt_causes(value) if tracer is not None else ()
+    if tracer is None or not causes:
+        return nullcontext()
+    return tracer.continuing(causes[0].traceparent)
+
+
 def format_traceparent(trace_id: int, span_id: int, flags: int = 1) -> str:
     return f"00-{trace_id:032x}-{span_id:016x}-{flags & 0xFF:02x}"
 
@@ -114,8 +125,14 @@ class ModelCall(Protocol):
     def retry(self, attempt: int, delay: float, error: ProviderError) -> None: ...
 
     def end(
-        self, response: Response | None, error: ProviderError | None, cost: float | None
-    ) -> None: ...
+        self,
+        response: Response | None,
+        error: ProviderError | None,
+        cost: float | None,
+        refused: str | None = None,
+    ) -> None:
+        """``refused``: why a budget stopped the call before it was made."""
+        ...
 
 
 class ToolSpan(Protocol):
@@ -177,6 +194,10 @@ class Tracer(Protocol):
 
     def current(self) -> str | None:
         """The traceparent of the current span (None outside any)."""
+        ...
+
+    def continuing(self, traceparent: str) -> AbstractContextManager[None]:
+        """A remote span (a script's) current while the ``with`` runs."""
         ...
 
     def link(self, traceparent: str, kind: CauseKind) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import (
@@ -134,9 +135,15 @@ class _ModelCall:
         self.span.add_event("ikigai.retry", attrs)
 
     def end(
-        self, response: Response | None, error: ProviderError | None, cost: float | None
+        self,
+        response: Response | None,
+        error: ProviderError | None,
+        cost: float | None,
+        refused: str | None = None,
     ) -> None:
         span, attrs = self.span, dict(self.attrs)
+        if refused is not None:  # not sent: a budget would have been crossed
+            span.set_attribute("ikigai.budget.refused", scrub(refused)[:300])
         if response is not None:
             if response.model:
                 span.set_attribute("gen_ai.response.model", response.model)
@@ -374,6 +381,18 @@ class OtelTracer:
         if not span.get_span_context().is_valid:
             return None
         return _traceparent(span)
+
+    @contextmanager
+    def continuing(self, traceparent: str) -> Iterator[None]:
+        ctx = _context_of(traceparent)
+        if ctx is None:
+            yield
+            return
+        token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(ctx)))
+        try:
+            yield
+        finally:
+            otel_context.detach(token)
 
     def link(self, traceparent: str, kind: CauseKind) -> None:
         ctx = _context_of(traceparent)

@@ -12,7 +12,7 @@ import msgspec
 
 import protocol as p
 from agents import fork_names
-from agents.tracing import prompt_causes
+from agents.tracing import continuing, prompt_causes
 from agents.worktrees import Wish
 from daemon.methods._context import context_of
 from daemon.methods.attachments import checked_images
@@ -53,7 +53,8 @@ class AgentsApi(Family):
         there = await placement(self, params.on)
         if there is not None:  # made by that daemon, which then runs it
             raise Elsewhere(there, "(new)", msgspec.structs.replace(params, on=there))
-        with refusals():
+        tracer = self.sup.deps.tracer
+        with refusals(), continuing(tracer, params.traceparent):
             record, resolved, turn = await self.sup.create(
                 model=params.model or self.host.info.default_model,
                 name=params.name,
@@ -194,7 +195,7 @@ class AgentsApi(Family):
         # the children's first turns begin once this answer is on its way
         begins: list[Callable[[], None]] = []
         try:
-            with refusals():
+            with refusals(), continuing(self.sup.deps.tracer, params.traceparent):
                 forked = await self.sup.fork_many(
                     record.uuid,
                     prompts,

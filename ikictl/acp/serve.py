@@ -15,6 +15,7 @@ from pydantic import ValidationError
 import protocol as p
 from ikictl.acp.bridge import Bridge
 from ikictl.acp.link import DaemonLink
+from ikictl.acp.session import stderr
 from ikictl.acp.wire import open_stdio
 
 __all__ = ["serve"]
@@ -30,20 +31,35 @@ def compact_errors(handler: Any) -> Any:
     async def handle(method: str, params: Any, is_notification: bool) -> Any:
         try:
             return await handler(method, params, is_notification)
-        except ValidationError as e:
-            errors = e.errors(include_input=False, include_url=False, include_context=False)
-            said = "; ".join(
-                f"{'.'.join(str(x) for x in err['loc'])[:120] or 'params'}: {err['msg'][:200]}"
-                for err in errors[:_SHOWN_ERRORS]
-            )
-            more = (
-                f" (and {len(errors) - _SHOWN_ERRORS} more)" if len(errors) > _SHOWN_ERRORS else ""
-            )
-            raise RequestError(
-                p.INVALID_PARAMS, f"invalid params for {method[:80]}: {said}{more}"
-            ) from None
+        except (ValidationError, RequestError) as e:
+            if not is_notification:
+                raise _worded(method, e) from None
+            # nobody to answer: one line on stderr, not the SDK's traceback
+            stderr(f"notification {method[:80]!r} ignored: {str(_worded(method, e))[:300]}")
+            return None
 
     return handle
+
+
+def _worded(method: str, e: ValidationError | RequestError) -> RequestError:
+    if isinstance(e, RequestError):
+        return e
+    errors = e.errors(include_input=False, include_url=False, include_context=False)
+    said = "; ".join(
+        f"{'.'.join(str(x) for x in err['loc'])[:120] or 'params'}: {err['msg'][:200]}"
+        for err in errors[:_SHOWN_ERRORS]
+    )
+    more = f" (and {len(errors) - _SHOWN_ERRORS} more)" if len(errors) > _SHOWN_ERRORS else ""
+    return RequestError(p.INVALID_PARAMS, f"invalid params for {method[:80]}: {said}{more}")
+
+
+def _quiet_exit_race(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio.run's shutdown of the default executor can find its future
+    already cancelled as the process exits (a traceback on the editor's log,
+    about nothing); everything else is reported as asyncio would."""
+    if isinstance(context.get("exception"), asyncio.InvalidStateError):
+        return
+    loop.default_exception_handler(context)
 
 
 async def serve(
@@ -54,6 +70,7 @@ async def serve(
     policy: str | None,
     permission_timeout: float | None,
 ) -> int:
+    asyncio.get_running_loop().set_exception_handler(_quiet_exit_race)
     out = await open_stdio()
     link = DaemonLink(socket, autostart)
     # connect at once, beside the editor's initialize (a failure is answered

@@ -77,3 +77,21 @@ async def test_initialize_with_capabilities_that_are_not_an_object_is_answered(
                 )["message"]
                 assert "error" not in got, got
                 assert got["result"]["protocolVersion"] == 1
+
+
+async def test_a_notification_with_bad_params_is_one_line_on_stderr(
+    editor: Editor, tmp_path: Path
+) -> None:
+    """Nobody can be answered: no traceback, one line saying what was
+    ignored, and the next request is answered as ever."""
+    with trio.fail_after(BOUND):
+        async with editor.acp(cwd=tmp_path) as c:
+            sid = await new_session(c, tmp_path)
+            await c.raw(json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": 5}}))
+            await c.raw(json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {}}))
+            listed = await c.call("listSessions", {})
+            assert sid in [s["sessionId"] for s in listed["sessions"]]
+            assert await c.close() == 0
+            said = c.stderr()
+    assert said.count("notification 'session/cancel' ignored: ") == 2, said
+    assert "Traceback" not in said, said

@@ -347,3 +347,56 @@ def test_a_malformed_traceparent_is_ignored(bad: object) -> None:
 def test_any_value_is_a_cause_or_nothing(value: object) -> None:
     causes = prompt_causes(value)
     assert causes == () or (len(causes) == 1 and parse_traceparent(causes[0].traceparent))
+
+
+async def test_a_compaction_inside_a_turn_is_a_child_of_the_turn(harness, traces: Traces) -> None:  # type: ignore[no-untyped-def]
+    """Auto compaction (the context would not fit the window) happens inside
+    the turn that needs it: its span is that turn's child, its summary call
+    the compaction's."""
+    from providers.catalog import load_catalog
+
+    fake = harness.fake
+    fake.windows[MODEL] = 4000
+    filler = "lorem ipsum dolor sit amet " * 6
+
+    def respond(req):  # type: ignore[no-untyped-def]
+        if "You compact the history" in req.body.decode():
+            return Reply(text="The user sent numbered prompts with filler; each was answered.")
+        return Reply(text="noted.")
+
+    fake.responder = respond
+    catalog = load_catalog()
+    catalog.set_limits("anthropic", MODEL, context_window=4000, max_output_tokens=300)
+    sup = await harness.start(tools=_tools(), catalog=catalog)
+    sup.deps.tracer = traces.tracer
+    await sup.create(model=MODEL, name="long")
+    for i in range(40):
+        await harness.turn("long", f"prompt #{i}: {filler}", limit=30)
+        if traces.named("compact long"):
+            break
+    compaction = traces.named("compact long")[0]
+    assert compaction.attributes["ikigai.compaction.reason"] == "auto"
+    turns = {s.context.span_id: s for s in traces.named("invoke_agent long")}
+    assert _parent(compaction) in turns
+    assert compaction.context.trace_id == turns[_parent(compaction)].context.trace_id
+    summary = [s for s in traces.named(f"chat {MODEL}") if _parent(s) == compaction.context.span_id]
+    assert len(summary) == 1
+
+
+async def test_a_call_a_budget_refused_says_so(harness, traces: Traces) -> None:  # type: ignore[no-untyped-def]
+    from store import Budget
+
+    harness.fake.responder = lambda req: Reply(text="ok")
+    sup = await harness.start(tools=_tools())
+    sup.deps.tracer = traces.tracer
+    await sup.create(model=MODEL, name="thrifty", budget=Budget(max_turns=1))
+    assert of(await harness.turn("thrifty", "one"), TurnEnded)[0].status == "completed"
+    assert of(await harness.turn("thrifty", "two"), TurnEnded)[0].status == "budget_exceeded"
+    calls = sorted(traces.named(f"chat {MODEL}"), key=lambda s: s.start_time)
+    assert len(calls) == 2 and "ikigai.budget.refused" not in calls[0].attributes
+    assert "turns" in calls[1].attributes["ikigai.budget.refused"]
+    assert "gen_ai.usage.input_tokens" not in calls[1].attributes
+    turn = [s for s in traces.named("invoke_agent thrifty") if s.attributes["ikigai.turn.status"] == "budget_exceeded"]
+    assert len(turn) == 1 and turn[0].status.status_code.name == "ERROR"
+    # a call never made is no sample of the duration histogram
+    assert sum(p.count for p in traces.points("gen_ai.client.operation.duration")) == 1

@@ -176,7 +176,7 @@ def test_unknown_top_level_key_is_named():
         f"{FILE}: default_modle: unknown key (known keys: default_model, default_thinking, "
         "providers, max_output_tokens, max_tool_turns, tool_folders, tools, fallback_models, "
         "autostart, database_url, log_level, shutdown_grace, max_line_bytes, policy, policies, "
-        "approval_timeout, context, mcp_servers, stream, budget, cluster, provider_limiter)"
+        "approval_timeout, context, mcp_servers, stream, budget, cluster, traces, provider_limiter)"
     )
 
 

@@ -237,7 +237,10 @@ def test_any_traceparent_leaves_the_prompt_accepted(home: Path) -> None:
                 @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
                 @given(value=_W3C | _ANY | st.text(min_size=600, max_size=5000))
                 def run(value: object) -> None:
-                    queued = c.call("agent.prompt", {"agent": agent, "text": "hi", "traceparent": value})
+                    try:
+                        queued = c.call("agent.prompt", {"agent": agent, "text": "hi", "traceparent": value})
+                    except Exception as e:
+                        raise AssertionError(f"traceparent {value!r:.300} refused: {e!r}") from e
                     assert queued["turn"]
 
                 run()
@@ -251,3 +254,31 @@ def test_any_traceparent_leaves_the_prompt_accepted(home: Path) -> None:
     continued = [s for s in spans if s.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"]
     turn = [s for s in continued if s.name == "invoke_agent any"]
     assert len(turn) == 1 and turn[0].parent_span_id == "00f067aa0ba902b7"
+
+
+def test_a_scripts_fan_out_is_in_its_trace(home: Path) -> None:
+    """agent.fork {prompts} from a traced script: each child's first turn is
+    a child of the script's span, linked to it as a fork; agent.create with a
+    prompt continues it too (a child, no link)."""
+    script_span = "00f067aa0ba902b7"
+    given = f"00-4bf92f3577b34da6a3ce929d0e0e4736-{script_span}-01"
+    with OtlpReceiver() as rx, ThreadedFakeProvider(default=Reply(text="done")) as fake:  # type: ignore[arg-type]
+        write_config(home, fake.base_url, default_model=MODEL)
+        d = start_daemon(home, {"OTEL_EXPORTER_OTLP_ENDPOINT": rx.endpoint, **FAST})
+        try:
+            with Client.connect(str(d.socket), autostart=False) as c:
+                parent = c.create(model=MODEL, name="root")["agent"]["uuid"]
+                made = c.fork_many(parent, prompts=["a", "b", "c"], name="kid", wait=True, traceparent=given)
+                assert [k["outcome"]["status"] for k in made["children"]] == ["completed"] * 3
+                c.call("agent.create", {"model": MODEL, "name": "solo", "prompt": "x", "wait": True, "traceparent": given})
+            spans = rx.wait_for_spans(
+                lambda ss: len([s for s in ss if s.name.startswith("invoke_agent ")]) == 4
+            )
+        finally:
+            stop_daemon(d)
+    turns = {s.name: s for s in spans if s.name.startswith("invoke_agent ")}
+    assert set(turns) == {"invoke_agent kid-1", "invoke_agent kid-2", "invoke_agent kid-3", "invoke_agent solo"}
+    for name, turn in turns.items():
+        assert turn.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736" and turn.parent_span_id == script_span
+        links = [(link.span_id, link.attributes["ikigai.link.type"]) for link in turn.links]
+        assert links == ([] if name == "invoke_agent solo" else [(script_span, "fork")])

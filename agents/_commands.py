@@ -4,11 +4,13 @@ switch and a compaction, each run in order by ``Actor.work``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+import msgspec
 import trio
 
 from providers.modelspec import ResolvedModel
-from providers.types import ImageBlock
+from providers.types import ImageBlock, ToolChoice
 
 from ._start import StartAck
 from .compactor import CompactOutcome
@@ -32,6 +34,24 @@ class PromptCmd:
     # the spans it continues (a script's traceparent, the fork or mail that
     # caused it): the first is its turn span's parent (agents/tracing)
     causes: tuple[Cause, ...] = ()
+    # agent.prompt's tool_choice (None: auto): a forced tool only on the turn's
+    # first model call, "none" on each (agents/_fitting.py)
+    tool_choice: ToolChoice | None = None
+
+
+def stored_choice(choice: ToolChoice | None) -> dict[str, str] | None:
+    """A tool choice as its prompt_queue row keeps it (store/_turns.py)."""
+    return None if choice is None else msgspec.to_builtins(choice)
+
+
+def restored_choice(stored: dict[str, Any] | None) -> ToolChoice | None:
+    """A queue row's tool choice; one that does not read back is auto (None)."""
+    if not stored:
+        return None
+    try:
+        return msgspec.convert(stored, ToolChoice)
+    except (msgspec.ValidationError, ValueError, TypeError):
+        return None
 
 
 @dataclass

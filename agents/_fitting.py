@@ -1,7 +1,8 @@
 """The steps of a turn around each model call that keep its request fitting
 the model: the agent's MCP tools offered, the request's size known (estimate,
 or the provider's count near the limit), the context compacted when it would
-not fit, and a context-length refusal met with one compaction and a retry.
+not fit, and a context-length refusal met with one compaction and a retry;
+and the prompt's tool choice applied to each call.
 A mixin of Turn (turn.py), which holds the state these methods use."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from providers.types import (
     TextBlock,
     ThinkingConfig,
     ThinkingLevel,
+    ToolChoice,
 )
 
 from ._mcp_select import effective
@@ -50,6 +52,8 @@ class FittingSteps:
     priority: str
     _lowered: str | None
     _capped: bool
+    tool_choice: ToolChoice
+    _choice_said = False  # a notice about the tool choice was published (once a turn)
 
     def _passage(
         self, provider: str, request: Request, *, count: bool = False
@@ -85,6 +89,7 @@ class FittingSteps:
         if lowered is not None and lowered != self._lowered:
             self.host.publish(Notice(text=lowered), self.id)
         self._lowered = lowered
+        choice, level = self._tool_choice(api, level)
         wanted = self.deps.config.max_output_tokens
         fits = min(wanted, limits.max_output_tokens)
         cap = output_cap(api, fits)
@@ -103,8 +108,42 @@ class FittingSteps:
             system=[TextBlock(text=system)] if system else [],
             thinking=ThinkingConfig(level=level),
             tools=self._tools.definitions(),
+            tool_choice=choice,
             max_output_tokens=cap,
         )
+
+    def _tool_choice(self, api: str, level: ThinkingLevel) -> tuple[ToolChoice, ThinkingLevel]:
+        """This call's tool choice and thinking level. A forced tool the agent
+        no longer has (a reload took it away, its MCP server is down) leaves
+        the choice to the model. Anthropic refuses thinking with a forced tool
+        (400 "Thinking may not be enabled when tool_choice forces tool use"):
+        that call goes without thinking, and a notice says so."""
+        choice = self.tool_choice
+        forced = choice.mode in ("required", "tool")
+        if choice.name is not None and choice.name not in self._tools:
+            self._say(f"tool_choice: {choice.name} is no longer a tool of the agent: auto instead")
+            choice = self.tool_choice = ToolChoice()
+        elif forced and not len(self._tools):
+            self._say("tool_choice required: the agent has no tool any more: auto instead")
+            choice = self.tool_choice = ToolChoice()
+        elif forced and api == "messages" and level != "none":
+            self._say(
+                "thinking is off for this call: Anthropic takes no thinking with a forced tool"
+                f" (tool_choice: {choice.name or 'required'})"
+            )
+            level = "none"
+        return choice, level
+
+    def _say(self, text: str) -> None:
+        if not self._choice_said:
+            self._choice_said = True
+            self.host.publish(Notice(text=text), self.id)
+
+    def _answered(self) -> None:
+        """The turn's first answer came: a forced tool choice ends with it (the
+        model must be free to stop after the tool ran); "none" holds all turn."""
+        if self.tool_choice.mode in ("required", "tool"):
+            self.tool_choice = ToolChoice()
 
     async def _fitted(
         self, model: str, provider: str, level: ThinkingLevel, *, checked: bool = False

@@ -18,13 +18,14 @@ import structlog
 import trio
 
 from providers.modelspec import ResolvedModel
-from providers.types import ImageBlock, Message, ThinkingLevel
+from providers.types import ImageBlock, Message, ThinkingLevel, ToolChoice
 from store import AgentRecord, InvalidEntry
 
 from . import _mcp_select as mcp_select
 from ._commands import CompactCmd as _Compact
 from ._commands import PromptCmd as _Prompt
 from ._commands import SwitchCmd as _Switch
+from ._commands import restored_choice, stored_choice
 from ._start import StartAck
 from ._traced import traced
 from .compactor import Compactor, CompactOutcome
@@ -230,10 +231,11 @@ class Actor:
         priority: str = "interactive",
         images: list[ImageBlock] | None = None,
         causes: tuple[Cause, ...] = (),
+        tool_choice: ToolChoice | None = None,
     ) -> tuple[str, int]:
         """Queue a prompt, committed to the store before this returns (with
         ``mail_ids``, that mail is marked read in the same transaction).
-        ``priority``: who is waiting for it (see _Prompt).
+        ``priority``: who is waiting for it (see _Prompt). ``tool_choice``: its turn's.
         ``causes``: the spans its turn continues (agents/tracing).
         Returns (turn id, position): 0 starts now, N waits behind N."""
         if self.needs_host is not None:
@@ -250,16 +252,19 @@ class Actor:
                 prompt = _Prompt(
                     turn, text, None, priority=priority, ack=ack, images=pictures, causes=causes
                 )
+                prompt.tool_choice = tool_choice
                 self._queue.append(prompt)
                 self._poke()
             else:
                 ack = None
                 stored = [{"media_type": i.media_type, "data": i.data or ""} for i in images or ()]
+                choice = stored_choice(tool_choice)  # kept in the queue row, across a restart
                 queued = await self.deps.db.enqueue_prompt(
-                    self.uuid, turn, text, mail_ids=mail_ids, images=stored
+                    self.uuid, turn, text, mail_ids=mail_ids, images=stored, tool_choice=choice
                 )
                 self.restore_prompt(
-                    turn, text, queued.id, priority=priority, images=queued.images, causes=causes
+                    turn, text, queued.id, priority=priority, images=queued.images, causes=causes,
+                    tool_choice=queued.tool_choice,
                 )
         if ack is not None:
             # like a store call, not abandoned halfway: the answer says whether it is stored
@@ -312,13 +317,14 @@ class Actor:
         priority: str = "background",
         images: list[dict[str, str]] | None = None,
         causes: tuple[Cause, ...] = (),
+        tool_choice: dict[str, str] | None = None,  # as the queue row keeps it
     ) -> None:
         """Queue a prompt already stored (on restore, in the store's order:
         nobody's call waits on it any more, so background by default)."""
         pictures = [ImageBlock(media_type=i["media_type"], data=i["data"]) for i in images or ()]
-        self._queue.append(
-            _Prompt(turn, text, queue_id, priority=priority, images=pictures, causes=causes)
-        )
+        prompt = _Prompt(turn, text, queue_id, priority=priority, images=pictures, causes=causes)
+        prompt.tool_choice = restored_choice(tool_choice)
+        self._queue.append(prompt)
         self._poke()
 
     def knows_turn(self, turn: str) -> bool:
@@ -551,6 +557,7 @@ class Actor:
             priority=self.priority or cmd.priority,
             ack=cmd.ack,
             images=cmd.images,
+            tool_choice=cmd.tool_choice,
         )
         self._running = turn
         try:

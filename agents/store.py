@@ -355,9 +355,12 @@ class AsyncStore:
         *,
         mail_ids: list[int] | None = None,
         images: list[dict[str, str]] | None = None,
+        tool_choice: dict[str, str] | None = None,
     ) -> QueuedPrompt:
         enqueue, ids, pictures = self.store.enqueue_prompt, mail_ids or (), images or ()
-        return await self.call(enqueue, uuid, turn, text, mail_ids=ids, images=pictures)
+        return await self.call(
+            enqueue, uuid, turn, text, mail_ids=ids, images=pictures, tool_choice=tool_choice
+        )
 
     async def start_turn(
         self, uuid: str, message: Message, *, queue_id: int | None, turn: str

@@ -44,7 +44,7 @@ from .pool import ProviderPool
 from .schedules import Scheduler
 from .store import AsyncStore
 from .tools import ToolRegistry
-from .tracing import Cause, caused_here
+from .tracing import caused_here
 
 if TYPE_CHECKING:
     from .tools.mcp import McpHub
@@ -419,14 +419,14 @@ class Supervisor(SharedDatabase):
         actor: Actor,
         text: str,
         images: list[ImageBlock] | None = None,
-        causes: tuple[Cause, ...] = (),
+        **submit: Any,
     ) -> tuple[str, int]:
         """Queue a prompt (with pictures after its text); committed when this
-        returns. (turn id, position). ``causes``: the spans it continues."""
+        returns. (turn id, position). ``submit``: Actor.submit's causes, tool_choice."""
         if not text.strip():
             raise AgentError("the prompt is empty")
         try:
-            return await actor.submit(text, images=images, causes=causes)
+            return await actor.submit(text, images=images, **submit)
         except StoreError as e:
             raise AgentError(str(e)) from None
 

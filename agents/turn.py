@@ -30,6 +30,7 @@ from providers.types import (
     TextBlock,
     ThinkingLevel,
     ToolCallBlock,
+    ToolChoice,
     ToolResultBlock,
     Usage,
 )
@@ -113,9 +114,11 @@ class Turn(FittingSteps):
         priority: str = "interactive",
         ack: StartAck | None = None,
         images: list[ImageBlock] | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> None:
         self.host = host
         self.images = images or []  # pictures sent with the prompt, after its text
+        self.tool_choice = tool_choice or ToolChoice()  # the prompt's (_fitting.py)
         # a prompt to an idle agent: its submitter is answered by this turn's start
         self.ack = ack
         # its model calls' place in the provider limiter's queue (agents/limited.py)
@@ -276,6 +279,7 @@ class Turn(FittingSteps):
                 response, error = await self._call_model()
                 if response is None:
                     return ("budget_exceeded" if self.over_budget else "error"), error
+                self._answered()  # a forced tool choice was for this first answer only
                 self._spend(response)
                 msg = Message(
                     role="assistant",

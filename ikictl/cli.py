@@ -215,6 +215,22 @@ def _add_send(p: argparse.ArgumentParser) -> None:
     _prompt(p, False)
     _continue(p)
     _streaming(p)
+    # agent.prompt's tool_choice: {"name": NAME} or "none" (neither: the model decides)
+    tools = p.add_mutually_exclusive_group()
+    tools.add_argument(
+        "--tool",
+        dest="tool_choice",
+        type=lambda name: {"name": name},
+        metavar="NAME",
+        help="make the turn's first model call a call of tool NAME (one the agent has)",
+    )
+    tools.add_argument(
+        "--no-tools",
+        dest="tool_choice",
+        action="store_const",
+        const="none",
+        help="no tool call in this turn: the model answers in text",
+    )
 
 
 def _check_send(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:

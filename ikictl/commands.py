@@ -185,12 +185,14 @@ def _model_lines(model: ModelInfo) -> None:
 def _stream(args: argparse.Namespace, c: Client, agent: str, text: str) -> int:
     from ikictl.stream import run_turn
 
+    choice = getattr(args, "tool_choice", None)  # send --tool NAME / --no-tools
+    prompt = {} if choice is None else {"tool_choice": choice}
     if args.no_wait:
-        res = c.enqueue(agent, text)
+        res = c.enqueue(agent, text, **prompt)
         if not getattr(args, "quiet", False) and not _out(args, res):
             _print_started(res)
         return EXIT_OK
-    return run_turn(c, agent, text, printer(args))
+    return run_turn(c, agent, text, printer(args), **prompt)
 
 
 def _then_id(args: argparse.Namespace, code: int, uuid: str) -> int:

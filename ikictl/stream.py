@@ -349,17 +349,17 @@ def run_turn(
     printer: EventPrinter,
     *,
     on_started: Callable[[Queued], object] | None = None,
+    **kw: Any,
 ) -> int:
-    """Prompt ``agent`` and print its turn as it streams; the exit code.
-
-    Ctrl+C cancels the turn on the daemon (a second one leaves at once)."""
+    """Prompt ``agent`` (``kw``: more agent.prompt params) and print its turn as it streams;
+    the exit code. Ctrl+C cancels the turn on the daemon (a second one leaves at once)."""
     # the prompt is sent only once the subscription exists: the daemon answers
     # requests concurrently, so a pipelined prompt could start first and its
     # first events would be missed
     sub_id = client.send(p.AGENT_SUBSCRIBE, {"agent": agent})
     show_id = client.send(p.AGENT_SHOW, {"agent": agent})
     sub: Subscribed = client.wait(sub_id)
-    prompt_id = client.send(p.AGENT_PROMPT, with_trace({"agent": agent, "text": text}, None))
+    prompt_id = client.send(p.AGENT_PROMPT, with_trace({"agent": agent, "text": text, **kw}, None))
     before: ShownAgent = client.wait(show_id)
     started: Queued = client.wait(prompt_id)
     if on_started is not None:

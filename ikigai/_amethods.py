@@ -202,17 +202,25 @@ class AsyncMethods:
         *,
         attachments: list[dict[str, Any]] | None = None,
         traceparent: str | None = None,
+        tool_choice: str | dict[str, str] | None = None,
     ) -> AsyncTurn:
         """Queue ``text`` as the agent's next turn; the handle streams the
         turn's events (subscribed before the prompt is sent, so none is
         missed) and ``wait()`` gives how it ended. ``attachments``: pictures,
         ``{"media_type": "image/png", "data": BASE64}`` each. ``traceparent``:
         the W3C trace context the turn continues (default: the current
-        OpenTelemetry span's, when the program uses OpenTelemetry)."""
+        OpenTelemetry span's, when the program uses OpenTelemetry).
+        ``tool_choice``: "auto" (the default), "none" (no tool call in the
+        turn), "required" or ``{"name": TOOL}`` (a tool call, or that tool's,
+        on the turn's first model call)."""
         sub = await self.subscribe(agent)
         try:
             queued = await self.enqueue(
-                agent, text, attachments=attachments, traceparent=traceparent
+                agent,
+                text,
+                attachments=attachments,
+                traceparent=traceparent,
+                tool_choice=tool_choice,
             )
         except BaseException:
             await sub.aclose()
@@ -226,14 +234,17 @@ class AsyncMethods:
         *,
         attachments: list[dict[str, Any]] | None = None,
         traceparent: str | None = None,
+        tool_choice: str | dict[str, str] | None = None,
     ) -> R.Queued:
         """Queue ``text`` as the agent's next turn and return at once: the
         turn's id and the turns ahead of it (``prompt`` to follow it, ``ask``
-        or ``wait_turn`` to wait for its outcome). ``attachments`` and
-        ``traceparent`` as ``prompt``'s."""
+        or ``wait_turn`` to wait for its outcome). ``attachments``,
+        ``traceparent`` and ``tool_choice`` as ``prompt``'s."""
         params: dict[str, Any] = {"agent": agent, "text": text}
         if attachments:
             params["attachments"] = attachments
+        if tool_choice is not None:
+            params["tool_choice"] = tool_choice
         return await self.call(p.AGENT_PROMPT, with_trace(params, traceparent))
 
     async def ask(
@@ -245,13 +256,17 @@ class AsyncMethods:
         timeout: float | None = None,
         attachments: list[dict[str, Any]] | None = None,
         traceparent: str | None = None,
+        tool_choice: str | dict[str, str] | None = None,
     ) -> R.TurnOutcome:
         """Prompt and wait for the outcome, without streaming: ``reply``,
         ``status``, ``usage``, ``cost_usd``. ``check``: raise TurnFailed unless
-        it completed. ``attachments`` and ``traceparent`` as ``prompt``'s."""
+        it completed. ``attachments``, ``traceparent`` and ``tool_choice`` as
+        ``prompt``'s."""
         params: dict[str, Any] = {"agent": agent, "text": text, "wait": True}
         if attachments:
             params["attachments"] = attachments
+        if tool_choice is not None:
+            params["tool_choice"] = tool_choice
         rid = await self.send(p.AGENT_PROMPT, with_trace(params, traceparent))
         try:
             outcome: R.TurnOutcome = await self.wait_for(rid, timeout)

@@ -111,11 +111,25 @@ class Attachment(_P, frozen=True):
     url: str | None = None
 
 
+class ToolNamed(_P, frozen=True):
+    """``tool_choice: {"name": TOOL}``: that tool, one the agent has."""
+
+    name: Annotated[str, Meta(min_length=1, max_length=p.MAX_NAME)]
+
+
+# agent.prompt's tool choice: "auto" (the model decides), "none" (no tool call
+# in the turn), "required" (a tool call on the turn's first model call) or
+# {"name": TOOL} (that tool's); the daemon checks the name against the agent's
+ToolChoiceAsk = Literal["auto", "none", "required"] | ToolNamed
+TOOL_CHOICE_FORMS = 'must be "auto", "none", "required" or {"name": TOOL}'
+
+
 class Prompt(_P, frozen=True):
     agent: Ref
     text: str
     wait: bool = False
     attachments: list[Attachment] | None = None
+    tool_choice: ToolChoiceAsk | None = None  # None: "auto"
     # a W3C trace context the turn continues; anything malformed is ignored
     traceparent: Any = None
 
@@ -451,6 +465,8 @@ def decode_params(method: str, raw: object) -> _P:
             bounds = _int_bounds(kind, field) if what.startswith("Expected `int` ") else None
             if bounds is not None:
                 what = bounds
+            elif field == "tool_choice":  # msgspec's "Invalid enum value..." names no form
+                what = TOOL_CHOICE_FORMS
             text = f"{field}: {what}"
         raise p.RpcError(
             p.INVALID_PARAMS, f"invalid params for {method}: {excerpt(text, 2 * EXCERPT)}"

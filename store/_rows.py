@@ -214,10 +214,11 @@ def mail_record(r: Any) -> MailRecord:
 
 def queued_record(r: Any) -> QueuedPrompt:
     meta = r.meta if isinstance(r.meta, dict) else {}
-    images = meta.get("images")
+    images, choice = meta.get("images"), meta.get("tool_choice")
     return _from_columns(
         QueuedPrompt,
         r,
         mail_ids=list(r.mail_ids or []),
         images=list(images) if isinstance(images, list) else [],
+        tool_choice=dict(choice) if isinstance(choice, dict) else None,
     )

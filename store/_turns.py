@@ -72,15 +72,21 @@ class TurnsMixin(StoreBase):
         *,
         mail_ids: Sequence[int] = (),
         images: Sequence[dict[str, str]] = (),
+        tool_choice: dict[str, str] | None = None,
     ) -> QueuedPrompt:
         """Queue a prompt, committed when this returns. With ``mail_ids`` the
         prompt delivers that mail: it is marked read in the same transaction,
         so mail is never read without being queued, nor queued twice."""
-        # the pictures wait in the queue row beside the text; the turn's user
-        # message carries them from there (start_turn leaves them out of its data)
-        meta = {"images": list(images)} if images else None
+        # the pictures and the tool choice wait in the queue row beside the
+        # text; the turn's user message carries the pictures from there, and
+        # start_turn leaves both out of its data
+        meta: dict[str, object] = {"images": list(images)} if images else {}
+        if tool_choice:
+            meta["tool_choice"] = dict(tool_choice)
         with self._write() as conn:
-            return self._enqueue_in(conn, agent_uuid, turn, text, mail_ids=mail_ids, meta=meta)
+            return self._enqueue_in(
+                conn, agent_uuid, turn, text, mail_ids=mail_ids, meta=meta or None
+            )
 
     def _enqueue_in(
         self,
@@ -118,6 +124,7 @@ class TurnsMixin(StoreBase):
             ).rowcount
             if changed != len(ids):
                 raise InvalidEntry(f"mail {ids} to agent {agent_uuid} is not all unread")
+        choice = (meta or {}).get("tool_choice")
         return QueuedPrompt(
             id=new_id,
             agent_uuid=agent_uuid,
@@ -126,6 +133,7 @@ class TurnsMixin(StoreBase):
             mail_ids=ids,
             created_at=at,
             images=list((meta or {}).get("images") or []),
+            tool_choice=choice if isinstance(choice, dict) else None,
         )
 
     def queued_prompts(self, agent_uuid: str | None = None) -> list[QueuedPrompt]:
@@ -156,6 +164,7 @@ class TurnsMixin(StoreBase):
                     )
                 meta = dict(gone[0][0] or {})  # a scheduled run's ids
                 meta.pop("images", None)  # in the message itself
+                meta.pop("tool_choice", None)  # the turn's, not the message's
             try:
                 row = user_row(message, {**meta, "turn": turn})
             except InvalidEntry:

@@ -133,6 +133,8 @@ class QueuedPrompt(msgspec.Struct, frozen=True, kw_only=True):
     created_at: datetime
     # pictures sent with it (agent.prompt attachments): {media_type, data}
     images: list[dict[str, str]] = msgspec.field(default_factory=list)
+    # its tool choice (agent.prompt tool_choice): {mode, name?}; None: auto
+    tool_choice: dict[str, str] | None = None
 
 
 class ApprovalRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -32,7 +32,7 @@ _ikictl() {
   fi
   case "$cmd" in
     new) opts="-h --help --json --no-autostart --socket --model -m --name -n --system -s --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --worktree --branch --from --on --no-thinking --no-wait --verbose -v --quiet -q"; agents=0; files=0; choices="" ;;
-    send) opts="-h --help --json --no-autostart --socket --continue -c --no-thinking --no-wait --verbose -v"; agents=1; files=0; choices="" ;;
+    send) opts="-h --help --json --no-autostart --socket --continue -c --no-thinking --no-wait --verbose -v --tool --no-tools"; agents=1; files=0; choices="" ;;
     watch) opts="-h --help --json --no-autostart --socket --from --until-idle --no-thinking"; agents=1; files=0; choices="" ;;
     fork) opts="-h --help --json --no-autostart --socket --model -m --at --name -n --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --worktree --branch --from --count --prompts --no-thinking --no-wait --verbose -v --quiet -q"; agents=1; files=0; choices="" ;;
     model) opts="-h --help --json --no-autostart --socket --queue"; agents=1; files=0; choices="" ;;

@@ -20,6 +20,7 @@ from daemon.methods.budgets import budget_info, to_budget
 from daemon.methods.cluster import placement
 from daemon.methods.refusals import refusals
 from daemon.methods.shapes import Family, model_info, plain, stamp
+from daemon.methods.tool_choice import checked_choice
 from daemon.methods.worktrees import looks
 from daemon.server.forwarding import Elsewhere
 from protocol import params as P
@@ -144,11 +145,14 @@ class AgentsApi(Family):
     async def prompt(self, conn: Connection, params: P.Prompt) -> R.Queued | R.TurnOutcome:
         images = checked_images(params.attachments or [])
         actor = await self.host._actor(params.agent)
+        choice = await checked_choice(self.sup, actor, params.tool_choice)
         # read only when traces are on: off, a traceparent costs nothing
         on = self.sup.deps.tracer is not None
         causes = prompt_causes(params.traceparent) if on else ()
         with refusals():
-            turn, position = await self.sup.prompt(actor, params.text, images, causes)
+            turn, position = await self.sup.prompt(
+                actor, params.text, images, causes=causes, tool_choice=choice
+            )
         if not params.wait:
             return {"turn": turn, "position": position}
         result = await self.host._outcome(actor.uuid, turn)

@@ -192,6 +192,11 @@ _by_field: dict[str, Any] = {
         max_size=3,
     )
     | st.none(),
+    # agent.prompt's tool choice: each form, a tool the agent has or not, or what is refused
+    "tool_choice": st.sampled_from(["auto", "none", "required", "any", ""])
+    | st.fixed_dictionaries({"name": st.sampled_from(["bash", "glob", "nope", ""]) | _plain})
+    | st.fixed_dictionaries({}, optional={"name": _values, "type": _plain})
+    | st.none(),
     # agent.prompt's trace context: a valid one, or what is ignored
     "traceparent": st.sampled_from(
         ["00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "00-xyz", "", "ff-" + "0" * 50]

@@ -30,6 +30,19 @@ def test_queue_survives_a_reopen_in_order(store: Store, open_store: Callable[[],
     assert [q.text for q in again.queued_prompts(a)] == ["prompt 0", "prompt 1", "prompt 2"]
 
 
+def test_a_queued_tool_choice_survives_a_reopen_and_stays_out_of_the_message(
+    store: Store, open_store: Callable[[], Store]
+) -> None:
+    a = new(store)
+    store.enqueue_prompt(a, "t0", "plain")
+    q = store.enqueue_prompt(a, "t1", "forced", tool_choice={"mode": "tool", "name": "bash"})
+    assert q.tool_choice == {"mode": "tool", "name": "bash"}
+    again = open_store()  # a restarted daemon
+    assert [p.tool_choice for p in again.queued_prompts(a)] == [None, {"mode": "tool", "name": "bash"}]
+    row = again.start_turn(a, prompt("forced"), queue_id=q.id, turn="t1")
+    assert row.data == {"turn": "t1"}  # the turn's choice, not its message's
+
+
 def test_starting_a_turn_moves_the_prompt_into_history_once(store: Store) -> None:
     a = new(store)
     q = store.enqueue_prompt(a, "t1", "hello")

@@ -10,11 +10,30 @@ import msgspec
 import trio
 
 from providers.modelspec import ResolvedModel
-from providers.types import ImageBlock, ToolChoice
+from providers.types import DocumentBlock, ImageBlock, ToolChoice
 
 from ._start import StartAck
 from .compactor import CompactOutcome
 from .tracing import Cause
+
+# a file sent with a prompt, as its user message carries it
+Attached = ImageBlock | DocumentBlock
+
+
+def stored_files(files: list[Attached]) -> list[dict[str, Any]]:
+    """Files as a prompt_queue row keeps them (tagged builtins)."""
+    return [msgspec.to_builtins(f) for f in files]
+
+
+def restored_files(stored: list[dict[str, Any]]) -> list[Attached]:
+    """A queue row's files; one that does not read back is dropped."""
+    files: list[Attached] = []
+    for item in stored:
+        try:
+            files.append(msgspec.convert(item, Attached))  # type: ignore[arg-type]
+        except (msgspec.ValidationError, TypeError):
+            continue
+    return files
 
 
 @dataclass
@@ -29,14 +48,16 @@ class PromptCmd:
     # an idle agent's prompt is acknowledged by its turn's start (one write,
     # no queue row): the submitter waits on this for the stored first row
     ack: StartAck | None = None
-    # pictures sent with the prompt (agent.prompt attachments), after its text
-    images: list[ImageBlock] = field(default_factory=list)
+    # files sent with the prompt (agent.prompt attachments), after its text
+    attachments: list[Attached] = field(default_factory=list)
     # the spans it continues (a script's traceparent, the fork or mail that
     # caused it): the first is its turn span's parent (agents/tracing)
     causes: tuple[Cause, ...] = ()
     # agent.prompt's tool_choice (None: auto): a forced tool only on the turn's
     # first model call, "none" on each (agents/_fitting.py)
     tool_choice: ToolChoice | None = None
+    # agent.prompt's schema: the JSON Schema the turn's final answer must match
+    schema: dict[str, Any] | None = None
 
 
 def stored_choice(choice: ToolChoice | None) -> dict[str, str] | None:

@@ -23,6 +23,7 @@ from providers.types import (
     ToolChoice,
 )
 
+from ._answer import Answer, Fitting
 from ._mcp_select import effective
 from .compaction import window_from_error
 from .compactor import Compactor, CompactOutcome, Reason, budget_of
@@ -53,7 +54,23 @@ class FittingSteps:
     _lowered: str | None
     _capped: bool
     tool_choice: ToolChoice
+    answer: Answer | None  # the prompt's schema (agents/_answer.py)
     _choice_said = False  # a notice about the tool choice was published (once a turn)
+
+    def _targets(self) -> list[tuple[str, str, ThinkingLevel]]:
+        """The agent's model, then each configured fallback that differs from it."""
+        host = self.host
+        targets: list[tuple[str, str, ThinkingLevel]] = [
+            (host.provider, host.model, host.thinking_level)
+        ]
+        for spec in self.deps.config.fallbacks:
+            try:
+                r = self.deps.neighbours.resolve_model(spec, current_thinking=host.thinking_level)
+            except ValueError:
+                continue
+            if (r.provider, r.model) != (host.provider, host.model):
+                targets.append((r.provider, r.model, r.thinking.level))
+        return targets
 
     def _passage(
         self, provider: str, request: Request, *, count: bool = False
@@ -102,14 +119,22 @@ class FittingSteps:
                 ),
                 self.id,
             )
+        fitting = Fitting(self._tools.definitions(), choice, level, None)
+        if self.answer is not None:
+            fitting, note = self.answer.fit(
+                self.deps.pool.catalog, provider, model, api, fitting
+            )
+            if note is not None:
+                self._say(note)
         return Request(
             model=model,
             messages=messages,
             system=[TextBlock(text=system)] if system else [],
-            thinking=ThinkingConfig(level=level),
-            tools=self._tools.definitions(),
-            tool_choice=choice,
+            thinking=ThinkingConfig(level=fitting.level),
+            tools=fitting.tools,
+            tool_choice=fitting.choice,
             max_output_tokens=cap,
+            response_schema=fitting.schema,
         )
 
     def _tool_choice(self, api: str, level: ThinkingLevel) -> tuple[ToolChoice, ThinkingLevel]:

@@ -64,7 +64,10 @@ async def restore(sup: Any, only: Collection[str] | None = None) -> int:
         if record.uuid in resume:
             actor.resume_turn(*resume[record.uuid])
         for q in queued.get(record.uuid, ()):
-            actor.restore_prompt(q.turn, q.text, q.id, images=q.images, tool_choice=q.tool_choice)
+            actor.restore_prompt(
+                q.turn, q.text, q.id, attachments=q.attachments, tool_choice=q.tool_choice,
+                schema=q.schema,
+            )
         if record.uuid in unread:
             actor.notify_mail()
         restored += 1

@@ -13,19 +13,21 @@ from __future__ import annotations
 import uuid as uuidlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import structlog
 import trio
 
 from providers.modelspec import ResolvedModel
-from providers.types import ImageBlock, Message, ThinkingLevel, ToolChoice
+from providers.types import Message, ThinkingLevel, ToolChoice
 from store import AgentRecord, InvalidEntry
 
 from . import _mcp_select as mcp_select
+from ._commands import Attached, restored_choice, restored_files, stored_choice, stored_files
 from ._commands import CompactCmd as _Compact
 from ._commands import PromptCmd as _Prompt
 from ._commands import SwitchCmd as _Switch
-from ._commands import restored_choice, stored_choice
 from ._start import StartAck
 from ._traced import traced
 from .compactor import Compactor, CompactOutcome
@@ -229,9 +231,10 @@ class Actor:
         *,
         mail_ids: list[int] | None = None,
         priority: str = "interactive",
-        images: list[ImageBlock] | None = None,
+        attachments: list[Attached] | None = None,
         causes: tuple[Cause, ...] = (),
         tool_choice: ToolChoice | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> tuple[str, int]:
         """Queue a prompt, committed to the store before this returns (with
         ``mail_ids``, that mail is marked read in the same transaction).
@@ -248,23 +251,24 @@ class Actor:
         async with self._submit_lock:
             if not mail_ids and self._idle():
                 ack = StartAck()
-                pictures = list(images or ())
+                files = list(attachments or ())
                 prompt = _Prompt(
-                    turn, text, None, priority=priority, ack=ack, images=pictures, causes=causes
+                    turn, text, None, priority=priority, ack=ack, attachments=files, causes=causes
                 )
-                prompt.tool_choice = tool_choice
+                prompt.tool_choice, prompt.schema = tool_choice, schema
                 self._queue.append(prompt)
                 self._poke()
             else:
                 ack = None
-                stored = [{"media_type": i.media_type, "data": i.data or ""} for i in images or ()]
-                choice = stored_choice(tool_choice)  # kept in the queue row, across a restart
+                # kept in the queue row, across a restart
                 queued = await self.deps.db.enqueue_prompt(
-                    self.uuid, turn, text, mail_ids=mail_ids, images=stored, tool_choice=choice
+                    self.uuid, turn, text, mail_ids=mail_ids,
+                    attachments=stored_files(list(attachments or ())),
+                    tool_choice=stored_choice(tool_choice), schema=schema,
                 )
                 self.restore_prompt(
-                    turn, text, queued.id, priority=priority, images=queued.images, causes=causes,
-                    tool_choice=queued.tool_choice,
+                    turn, text, queued.id, priority=priority, attachments=queued.attachments,
+                    causes=causes, tool_choice=queued.tool_choice, schema=queued.schema,
                 )
         if ack is not None:
             # like a store call, not abandoned halfway: the answer says whether it is stored
@@ -315,15 +319,16 @@ class Actor:
         queue_id: int | None,
         *,
         priority: str = "background",
-        images: list[dict[str, str]] | None = None,
+        attachments: list[dict[str, Any]] | None = None,
         causes: tuple[Cause, ...] = (),
         tool_choice: dict[str, str] | None = None,  # as the queue row keeps it
+        schema: dict[str, Any] | None = None,
     ) -> None:
         """Queue a prompt already stored (on restore, in the store's order:
         nobody's call waits on it any more, so background by default)."""
-        pictures = [ImageBlock(media_type=i["media_type"], data=i["data"]) for i in images or ()]
-        prompt = _Prompt(turn, text, queue_id, priority=priority, images=pictures, causes=causes)
-        prompt.tool_choice = restored_choice(tool_choice)
+        files = restored_files(attachments or [])
+        prompt = _Prompt(turn, text, queue_id, priority=priority, attachments=files, causes=causes)
+        prompt.tool_choice, prompt.schema = restored_choice(tool_choice), schema
         self._queue.append(prompt)
         self._poke()
 
@@ -556,8 +561,9 @@ class Actor:
             resume_from=cmd.resume_from,
             priority=self.priority or cmd.priority,
             ack=cmd.ack,
-            images=cmd.images,
+            attachments=cmd.attachments,
             tool_choice=cmd.tool_choice,
+            schema=cmd.schema,
         )
         self._running = turn
         try:
@@ -582,6 +588,7 @@ class Actor:
                 message=result.message,
                 usage=result.usage,
                 cost_usd=result.cost_usd,
+                data=result.data if result.schema else msgspec.UNSET,
             ),
             turn.id,
         )

@@ -22,6 +22,7 @@ import msgspec
 from providers.catalog import ModelLimits
 from providers.tokens import CHARS_PER_TOKEN, estimate_text
 from providers.types import (
+    DocumentBlock,
     ImageBlock,
     Message,
     ProviderError,
@@ -194,10 +195,23 @@ def transcript(messages: Sequence[Message]) -> str:
                 )
             elif isinstance(block, ImageBlock):
                 lines.append(f"[image {block.media_type}]")
+            elif isinstance(block, DocumentBlock):
+                lines.append(_document(block))
             elif isinstance(block, ThinkingBlock):
                 continue
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def _document(block: DocumentBlock) -> str:
+    """An attached file as the transcript shows it: a text file's text
+    (shortened as a tool result is), a PDF by its name only (the summarizing
+    request carries no attachment: it must be valid on every API)."""
+    name = block.name or block.url or ""
+    head = f"[attached {block.media_type} {name}".rstrip() + "]"
+    if block.text is not None:
+        return f"{head}\n{_short(block.text, _RESULT_CHARS)}"
+    return head
 
 
 def chunks(messages: Sequence[Message], sizes: Sequence[int], budget: int) -> list[list[Message]]:

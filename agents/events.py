@@ -55,6 +55,8 @@ class TurnEnded(_Event, tag="turn_ended"):
     message: str | None = None
     usage: Usage = msgspec.field(default_factory=Usage)  # every response of the turn
     cost_usd: float | None = None  # None when a model used has no price in the catalog
+    # the answer matching the prompt's schema, parsed; absent without a schema
+    data: Any = msgspec.UNSET
 
 
 class StateChanged(_Event, tag="state"):

@@ -354,12 +354,14 @@ class AsyncStore:
         text: str,
         *,
         mail_ids: list[int] | None = None,
-        images: list[dict[str, str]] | None = None,
+        attachments: list[dict[str, Any]] | None = None,
         tool_choice: dict[str, str] | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> QueuedPrompt:
-        enqueue, ids, pictures = self.store.enqueue_prompt, mail_ids or (), images or ()
+        enqueue, ids, files = self.store.enqueue_prompt, mail_ids or (), attachments or ()
         return await self.call(
-            enqueue, uuid, turn, text, mail_ids=ids, images=pictures, tool_choice=tool_choice
+            enqueue, uuid, turn, text, mail_ids=ids, attachments=files,
+            tool_choice=tool_choice, schema=schema,
         )
 
     async def start_turn(

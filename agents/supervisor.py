@@ -20,11 +20,12 @@ import trio
 
 from providers.modelspec import ResolvedModel, resolve_model
 from providers.secrets import scrub
-from providers.types import ImageBlock, ThinkingLevel
+from providers.types import ThinkingLevel
 from store import ApprovalRecord, Budget, StoreError, WorktreeSpec
 
 from . import _mcp_select as mcp_select
 from . import worktrees
+from ._commands import Attached
 from ._forks import checked_folder as _folder
 from ._forks import checked_priority as _checked
 from ._forks import fork_many
@@ -418,15 +419,15 @@ class Supervisor(SharedDatabase):
         self,
         actor: Actor,
         text: str,
-        images: list[ImageBlock] | None = None,
+        attachments: list[Attached] | None = None,
         **submit: Any,
     ) -> tuple[str, int]:
-        """Queue a prompt (with pictures after its text); committed when this
-        returns. (turn id, position). ``submit``: Actor.submit's causes, tool_choice."""
+        """Queue a prompt (files after its text); committed when this returns.
+        (turn id, position). ``submit``: Actor.submit's causes, tool_choice, schema."""
         if not text.strip():
             raise AgentError("the prompt is empty")
         try:
-            return await actor.submit(text, images=images, **submit)
+            return await actor.submit(text, attachments=attachments, **submit)
         except StoreError as e:
             raise AgentError(str(e)) from None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 import trio
@@ -22,7 +22,6 @@ from providers.accumulate import Accumulator
 from providers.errors import transport_error
 from providers.secrets import scrub
 from providers.types import (
-    ImageBlock,
     Message,
     ProviderError,
     Request,
@@ -35,6 +34,9 @@ from providers.types import (
     Usage,
 )
 
+from ._answer import Answer
+from ._answering import AnsweringSteps
+from ._commands import Attached
 from ._fitting import FittingSteps
 from ._start import StartAck
 from .budget import refuse_call
@@ -75,6 +77,8 @@ class TurnResult:
     message: str | None = None
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
+    data: Any = None  # the answer matching the prompt's schema, parsed (agents/_answer.py)
+    schema: bool = False  # the prompt asked for one: ``data`` is its answer (None: none valid)
 
 
 class TurnHost(Protocol):
@@ -99,7 +103,7 @@ class TurnHost(Protocol):
     def invalidate_context(self) -> None: ...
 
 
-class Turn(FittingSteps):
+class Turn(FittingSteps, AnsweringSteps):
     """The state of one turn (its id, spend, cancel scope, first row) and the loop that runs it."""
 
     def __init__(
@@ -113,11 +117,14 @@ class Turn(FittingSteps):
         resume_from: int | None = None,
         priority: str = "interactive",
         ack: StartAck | None = None,
-        images: list[ImageBlock] | None = None,
+        attachments: list[Attached] | None = None,
         tool_choice: ToolChoice | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> None:
         self.host = host
-        self.images = images or []  # pictures sent with the prompt, after its text
+        self.attachments = attachments or []  # files sent with the prompt, after its text
+        # the JSON Schema its final answer must match (agents/_answer.py)
+        self.answer = Answer(schema) if schema is not None else None
         self.tool_choice = tool_choice or ToolChoice()  # the prompt's (_fitting.py)
         # a prompt to an idle agent: its submitter is answered by this turn's start
         self.ack = ack
@@ -177,7 +184,8 @@ class Turn(FittingSteps):
                     if context and context[-1].role == "assistant":
                         resumed = context[-1].tool_calls or None
                 else:
-                    user = Message(role="user", content=[TextBlock(text=self.text), *self.images])
+                    content = [TextBlock(text=self.text), *self.attachments]
+                    user = Message(role="user", content=content)
                     # shielded: a cancel that comes this early still finds the
                     # prompt in history (then marked interrupted), never lost
                     with trio.CancelScope(shield=True):
@@ -252,9 +260,12 @@ class Turn(FittingSteps):
                         )
                 host.invalidate_context()  # replay leaves the interrupted turn out
                 context = None
-        reply = ""
+        reply, data = "", None
         if context and context[-1].role == "assistant":
             reply = context[-1].text
+        final = None if self.answer is None else self.answer.final
+        if final is not None and status != "interrupted":
+            reply, data = final.text, None if final.problem else final.data
         self._log_end(status, error, trio.current_time() - started)
         return TurnResult(
             turn=self.id,
@@ -264,6 +275,8 @@ class Turn(FittingSteps):
             message=message,
             usage=self.usage,
             cost_usd=self.cost,
+            data=data,
+            schema=self.answer is not None,
         )
 
     async def _steps(
@@ -290,6 +303,12 @@ class Turn(FittingSteps):
                     provider_data=response.provider_data,
                 )
                 calls = [b for b in response.blocks if isinstance(b, ToolCallBlock)]
+                judged = None if self.answer is None else await self.answer.checked(msg.content)
+                if judged is not None:  # the final answer to a schema: checked, maybe retried
+                    ended = await self._final(msg, response, judged, calls)
+                    if ended is None:
+                        continue
+                    return ended
                 await db.append_assistant(host.uuid, msg, response, end_turn=not calls)
                 (await host.context()).append(msg)
                 if not calls:
@@ -436,21 +455,6 @@ class Turn(FittingSteps):
         msg = Message(role="tool", content=list(results))
         await self.deps.db.append_tool_results(self.host.uuid, msg, end_turn=True)
         (await self.host.context()).append(msg)
-
-    def _targets(self) -> list[tuple[str, str, ThinkingLevel]]:
-        """The agent's model, then each configured fallback that differs from it."""
-        host = self.host
-        targets: list[tuple[str, str, ThinkingLevel]] = [
-            (host.provider, host.model, host.thinking_level)
-        ]
-        for spec in self.deps.config.fallbacks:
-            try:
-                r = self.deps.neighbours.resolve_model(spec, current_thinking=host.thinking_level)
-            except ValueError:
-                continue
-            if (r.provider, r.model) != (host.provider, host.model):
-                targets.append((r.provider, r.model, r.thinking.level))
-        return targets
 
     async def _call_model(self) -> tuple[Response | None, ProviderError | None]:
         """Stream one response, retrying and falling back as the error allows."""

@@ -106,6 +106,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "",
     ),
     "mail": ("send mail between agents, read an inbox", ""),
+    "schema": ("save JSON Schemas by name for send --schema NAME (save, ls, show, rm)", "schemas:"),
     "models": ("list the models (from the daemon, or the local catalog)", "commands:cmd_models"),
     "status": ("is the daemon running? version, uptime, agents", "commands:cmd_status"),
     "daemons": (
@@ -131,7 +132,7 @@ HIDDEN = {
     "_mcp": "mcp:cmd_servers_for_completion",
 }
 # the commands made of sub-actions: built with the global options' parent, parsed whole
-SUBACTIONS = ("mail", "daemon", "mcp", "schedule")
+SUBACTIONS = ("mail", "daemon", "mcp", "schedule", "schema")
 
 
 def _globals(parser: argparse.ArgumentParser, default: object) -> None:
@@ -215,22 +216,11 @@ def _add_send(p: argparse.ArgumentParser) -> None:
     _prompt(p, False)
     _continue(p)
     _streaming(p)
-    # agent.prompt's tool_choice: {"name": NAME} or "none" (neither: the model decides)
-    tools = p.add_mutually_exclusive_group()
-    tools.add_argument(
-        "--tool",
-        dest="tool_choice",
-        type=lambda name: {"name": name},
-        metavar="NAME",
-        help="make the turn's first model call a call of tool NAME (one the agent has)",
-    )
-    tools.add_argument(
-        "--no-tools",
-        dest="tool_choice",
-        action="store_const",
-        const="none",
-        help="no tool call in this turn: the model answers in text",
-    )
+    from ikictl.attach_args import attach_options
+    from ikictl.send_args import prompt_options
+
+    prompt_options(p)
+    attach_options(p)
 
 
 def _check_send(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:

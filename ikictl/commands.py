@@ -14,6 +14,7 @@ import sys
 import protocol as p
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
+from ikictl.attach_args import attachments_arg
 from ikictl.budget import budget_param, print_budgets
 from ikictl.client import Client, connect
 from ikictl.daemons import ls_cells as daemon_cells
@@ -183,16 +184,21 @@ def _model_lines(model: ModelInfo) -> None:
 
 
 def _stream(args: argparse.Namespace, c: Client, agent: str, text: str) -> int:
+    from ikictl.send_args import prompt_params
     from ikictl.stream import run_turn
 
-    choice = getattr(args, "tool_choice", None)  # send --tool NAME / --no-tools
-    prompt = {} if choice is None else {"tool_choice": choice}
+    prompt = prompt_params(args)  # send's --tool / --no-tools / --schema
     if args.no_wait:
         res = c.enqueue(agent, text, **prompt)
         if not getattr(args, "quiet", False) and not _out(args, res):
             _print_started(res)
         return EXIT_OK
-    return run_turn(c, agent, text, printer(args), **prompt)
+    shown = printer(args)
+    if "schema" in prompt:
+        from ikictl.answer_print import answer_printer
+
+        shown = answer_printer(args, shown, answer_only(args))
+    return run_turn(c, agent, text, shown, **prompt)
 
 
 def _then_id(args: argparse.Namespace, code: int, uuid: str) -> int:
@@ -248,6 +254,7 @@ def _born(args: argparse.Namespace, c: Client, res: Created, text: str | None, w
 
 
 def cmd_send(args: argparse.Namespace) -> int:
+    args.attachments = attachments_arg(args)  # -a FILE: checked, stdin read, before connecting
     text = prompt_text(args.prompt)
     assert text is not None
     c = client(args)

@@ -13,7 +13,7 @@ import argparse
 
 AGENT_DESTS = {"agent", "agents", "sender", "to"}
 SERVER_DESTS = {"server"}
-FILE_DESTS = {"file", "output", "socket"}
+FILE_DESTS = {"file", "output", "socket", "attach"}
 
 
 def _commands() -> list[tuple[str, str, argparse.ArgumentParser]]:
@@ -92,7 +92,9 @@ _ikictl() {{
     esac
   done
   case "$prev" in
-    --socket|--output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --socket|--output|-o|--attach) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    -a)  # send's file to attach; elsewhere --all
+      if [[ $cmd == send ]]; then COMPREPLY=($(compgen -f -- "$cur")); return; fi ;;
     --format)  # export's is a choice; ls's and show's a template
       [[ $cmd == export ]] && COMPREPLY=($(compgen -W "json markdown" -- "$cur"))
       return ;;

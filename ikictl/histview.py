@@ -10,6 +10,7 @@ import sys
 
 from ikictl import render
 from ikictl._errors import EXIT_OK, UsageError
+from ikictl.attached_view import attachments_first, file_line
 from ikictl.commands import bounded, client
 from ikictl.schedule import scheduled
 
@@ -41,7 +42,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.tools:
         tools_view(msgs, sys.stdout, full=args.full, style=style)
     else:
-        render.history(msgs, sys.stdout, full=args.full, style=style)
+        render.history(attachments_first(msgs), sys.stdout, full=args.full, style=style)
     if res.get("more") and msgs:
         print(f"(older messages: ikictl history {args.agent} --before {msgs[0]['id']})")
     return EXIT_OK
@@ -124,7 +125,6 @@ def _block(b: dict[str, Any], full: bool) -> list[tuple[str, str]]:
         if len(shown) < len(lines):
             out.append((f"  … (+{len(lines) - len(shown)} lines; --full shows them)", render.DIM))
         return out
-    if kind == "image":
-        size = b.get("bytes")
-        return [(f"[image {render.safe_line(b.get('media_type'))}, {size} bytes]", render.DIM)]
+    if kind in ("image", "document"):  # a file attached to the prompt
+        return [(file_line(b), render.DIM)]
     return [(f"[{render.safe_line(kind)}]", render.DIM)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 
 import protocol as p
+from ikigai._structured import typed_answer
 from ikigai.errors import DaemonUnreachable
 
 TYPE_CHECKING = False
@@ -144,9 +145,15 @@ class AsyncTurn:
     ``turn_ended``), or ``await wait()`` for how it ended, or both."""
 
     def __init__(
-        self, client: AsyncMethods, sub: AsyncSubscription, turn: str, position: int
+        self,
+        client: AsyncMethods,
+        sub: AsyncSubscription,
+        turn: str,
+        position: int,
+        schema: Any = None,
     ) -> None:
         self.client = client
+        self.schema = schema  # the prompt's: a type makes wait()'s data an instance of it
         self.agent = sub.agent
         self.id = turn
         self.position = position  # turns queued ahead of it when it was prompted
@@ -186,7 +193,8 @@ class AsyncTurn:
         ``cost_usd`` (events not yet read are dropped). ``check``: raise
         TurnFailed unless it completed."""
         await self._sub.aclose()
-        return await self.client.wait_turn(self.agent, self.id, check=check, timeout=timeout)
+        outcome = await self.client.wait_turn(self.agent, self.id, check=check, timeout=timeout)
+        return typed_answer(outcome, self.schema) if self.schema is not None else outcome
 
     async def cancel(self) -> R.Cancelled:
         """Cancel the agent's running turn (this one, once it runs)."""

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import protocol as p
 from ikigai._stream import Subscription, Turn
+from ikigai._structured import json_schema, typed_answer
 from ikigai._trace import with_trace
+from ikigai._wire_files import attachments_param
 from ikigai.errors import RpcError, TurnFailed
 
 TYPE_CHECKING = False  # importing typing itself costs ikictl start-up time
 if TYPE_CHECKING:
     from typing import Any, Literal
 
+    from ikigai._structured import SchemaLike
+    from ikigai._wire_files import Attachment
     from protocol import results as R
 
     Remember = Literal["once", "agent", "session"]
@@ -199,19 +203,24 @@ class Methods:
         agent: str,
         text: str,
         *,
-        attachments: list[dict[str, Any]] | None = None,
+        attachments: list[Attachment] | None = None,
         traceparent: str | None = None,
         tool_choice: str | dict[str, str] | None = None,
+        schema: SchemaLike | None = None,
     ) -> Turn:
         """Queue ``text`` as the agent's next turn; the handle streams the
         turn's events (subscribed before the prompt is sent, so none is
-        missed) and ``wait()`` gives how it ended. ``attachments``: pictures,
-        ``{"media_type": "image/png", "data": BASE64}`` each. ``traceparent``:
+        missed) and ``wait()`` gives how it ended. ``attachments``: files, each
+        a path (str or Path: the daemon reads it), bytes, or an agent.prompt
+        dict ({path | url | data + media_type, name?}). ``traceparent``:
         the W3C trace context the turn continues (default: the current
         OpenTelemetry span's, when the program uses OpenTelemetry).
         ``tool_choice``: "auto" (the default), "none" (no tool call in the
         turn), "required" or ``{"name": TOOL}`` (a tool call, or that tool's,
-        on the turn's first model call)."""
+        on the turn's first model call). ``schema``: the final answer must be
+        JSON matching it — a JSON Schema dict, a saved schema's name, or a
+        msgspec Struct / TypedDict / dataclass / pydantic model type; the
+        outcome's ``data`` is the answer (an instance of the type, for a type)."""
         sub = self.subscribe(agent)
         try:
             queued = self.enqueue(
@@ -220,30 +229,32 @@ class Methods:
                 attachments=attachments,
                 traceparent=traceparent,
                 tool_choice=tool_choice,
+                schema=schema,
             )
         except BaseException:
             sub.close()
             raise
-        return Turn(self, sub, queued["turn"], queued["position"])
+        return Turn(self, sub, queued["turn"], queued["position"], schema)
 
     def enqueue(
         self,
         agent: str,
         text: str,
         *,
-        attachments: list[dict[str, Any]] | None = None,
+        attachments: list[Attachment] | None = None,
         traceparent: str | None = None,
         tool_choice: str | dict[str, str] | None = None,
+        schema: SchemaLike | None = None,
     ) -> R.Queued:
         """Queue ``text`` as the agent's next turn and return at once: the
         turn's id and the turns ahead of it (``prompt`` to follow it, ``ask``
         or ``wait_turn`` to wait for its outcome). ``attachments``,
-        ``traceparent`` and ``tool_choice`` as ``prompt``'s."""
-        params: dict[str, Any] = {"agent": agent, "text": text}
-        if attachments:
-            params["attachments"] = attachments
+        ``traceparent``, ``tool_choice`` and ``schema`` as ``prompt``'s."""
+        params: dict[str, Any] = {"agent": agent, "text": text, **attachments_param(attachments)}
         if tool_choice is not None:
             params["tool_choice"] = tool_choice
+        if schema is not None:
+            params["schema"] = json_schema(schema)
         return self.call(p.AGENT_PROMPT, with_trace(params, traceparent))
 
     def ask(
@@ -253,19 +264,21 @@ class Methods:
         *,
         check: bool = False,
         timeout: float | None = None,
-        attachments: list[dict[str, Any]] | None = None,
+        attachments: list[Attachment] | None = None,
         traceparent: str | None = None,
         tool_choice: str | dict[str, str] | None = None,
+        schema: SchemaLike | None = None,
     ) -> R.TurnOutcome:
         """Prompt and wait for the outcome, without streaming: ``reply``,
-        ``status``, ``usage``, ``cost_usd``. ``check``: raise TurnFailed unless
-        it completed. ``attachments``, ``traceparent`` and ``tool_choice`` as
-        ``prompt``'s."""
+        ``status``, ``usage``, ``cost_usd`` (and ``data`` with a ``schema``).
+        ``check``: raise TurnFailed unless it completed. ``attachments``,
+        ``traceparent``, ``tool_choice`` and ``schema`` as ``prompt``'s."""
         params: dict[str, Any] = {"agent": agent, "text": text, "wait": True}
-        if attachments:
-            params["attachments"] = attachments
+        params.update(attachments_param(attachments))
         if tool_choice is not None:
             params["tool_choice"] = tool_choice
+        if schema is not None:
+            params["schema"] = json_schema(schema)
         rid = self.send(p.AGENT_PROMPT, with_trace(params, traceparent))
         try:
             outcome: R.TurnOutcome = self.wait_for(rid, timeout)
@@ -275,7 +288,7 @@ class Methods:
             outcome = e.data  # type: ignore[assignment]
         if check and outcome.get("status") != "completed":
             raise TurnFailed(outcome)
-        return outcome
+        return typed_answer(outcome, schema) if schema is not None else outcome
 
     def wait_turn(
         self, agent: str, turn: str, *, check: bool = False, timeout: float | None = None
@@ -494,6 +507,20 @@ class Methods:
         params.update({"name": name, "missed": missed, "overlap": overlap})
         params.update({"budget_usd": budget_usd, "allow_fast": allow_fast})
         return self.call(p.SCHEDULE_ADD, params)
+
+    def schema_save(self, name: str, schema: SchemaLike, *, description: str = "") -> R.SavedSchema:
+        """Save ``schema`` (as ``prompt`` takes it) by ``name``, replacing one of that name."""
+        params = {"name": name, "schema": json_schema(schema), "description": description}
+        return self.call(p.SCHEMA_SAVE, params)
+
+    def schema_list(self) -> list[R.SavedSchema]:
+        return self.call(p.SCHEMA_LIST, {})
+
+    def schema_show(self, name: str) -> R.SchemaShown:
+        return self.call(p.SCHEMA_SHOW, {"name": name})
+
+    def schema_delete(self, name: str) -> R.SchemaDeleted:
+        return self.call(p.SCHEMA_DELETE, {"name": name})
 
     def schedule_list(self, *, include_removed: bool = False) -> list[R.Schedule]:
         """The schedules by id (``include_removed``: the removed ones too)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 
 import protocol as p
+from ikigai._structured import typed_answer
 from ikigai.errors import DaemonUnreachable
 
 TYPE_CHECKING = False
@@ -140,8 +141,16 @@ class Turn:
     """One prompt's turn: iterate its events (up to and including
     ``turn_ended``), or ``wait()`` for how it ended, or both."""
 
-    def __init__(self, client: Methods, sub: Subscription, turn: str, position: int) -> None:
+    def __init__(
+        self,
+        client: Methods,
+        sub: Subscription,
+        turn: str,
+        position: int,
+        schema: Any = None,
+    ) -> None:
         self.client = client
+        self.schema = schema  # the prompt's: a type makes wait()'s data an instance of it
         self.agent = sub.agent
         self.id = turn
         self.position = position  # turns queued ahead of it when it was prompted
@@ -181,7 +190,8 @@ class Turn:
         ``cost_usd`` (events not yet read are dropped). ``check``: raise
         TurnFailed unless it completed."""
         self._sub.close()
-        return self.client.wait_turn(self.agent, self.id, check=check, timeout=timeout)
+        outcome = self.client.wait_turn(self.agent, self.id, check=check, timeout=timeout)
+        return typed_answer(outcome, self.schema) if self.schema is not None else outcome
 
     def cancel(self) -> R.Cancelled:
         """Cancel the agent's running turn (this one, once it runs)."""

@@ -91,6 +91,11 @@ WORKTREE_PRUNE = "worktree.prune"
 # the daemons sharing this database (docs/cluster.md)
 DAEMONS_LIST = "daemons.list"
 AGENT_MOVE = "agent.move"  # an idle agent handed to another daemon, its event seq going on
+# JSON Schemas saved by name for agent.prompt {schema: NAME} (docs/protocol.md)
+SCHEMA_SAVE = "schema.save"
+SCHEMA_LIST = "schema.list"
+SCHEMA_SHOW = "schema.show"
+SCHEMA_DELETE = "schema.delete"
 
 # server -> client notification carrying one agent event
 EVENT = "agent.event"

@@ -11,6 +11,8 @@ import msgspec
 from msgspec import Meta
 
 import protocol as p
+from protocol._params_base import _P
+from protocol.schema_params import SchemaName, SchemaRef, SchemaSave
 
 # Names, refs and model texts are short: a bound keeps every error that quotes
 # them short too. Prompts, system texts and mail may fill a line.
@@ -27,9 +29,6 @@ McpNames = Annotated[list[Ref], Meta(max_length=256)]
 # a model call's place in its provider key's queue (agents/limiter)
 Priority = Literal["interactive", "background"]
 
-
-class _P(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
-    pass
 
 
 # a budget's limits: a positive amount of US dollars (NaN and infinities are
@@ -99,16 +98,17 @@ class ListAgents(_P, frozen=True):
 
 
 class Attachment(_P, frozen=True):
-    """A file sent with a prompt. Only inline pictures are taken so far:
-    ``data`` (base64) and ``media_type``; ``path`` and ``url`` are refused,
-    naming what is taken. ``name`` and ``media_type`` are short (a bound, as
-    for names: a refusal never quotes them at length)."""
+    """A file sent with a prompt: exactly one of ``data`` (base64, with its
+    ``media_type``), ``path`` (absolute, on the daemon's machine) or ``url``
+    (http/https, fetched by the daemon). The daemon checks the rest
+    (daemon/methods/attachments.py). ``name`` and ``media_type`` are short
+    (a bound, as for names: a refusal never quotes them at length)."""
 
     media_type: Ref | None = None
     data: str | None = None
     name: Ref | None = None
-    path: str | None = None
-    url: str | None = None
+    path: Annotated[str, Meta(max_length=4096)] | None = None  # PATH_MAX on Linux
+    url: Annotated[str, Meta(max_length=8192)] | None = None
 
 
 class ToolNamed(_P, frozen=True):
@@ -132,6 +132,8 @@ class Prompt(_P, frozen=True):
     tool_choice: ToolChoiceAsk | None = None  # None: "auto"
     # a W3C trace context the turn continues; anything malformed is ignored
     traceparent: Any = None
+    # the JSON Schema the final answer must match, or a name saved with schema.save
+    schema: dict[str, Any] | SchemaName | None = None
 
 
 class Subscribe(_P, frozen=True):
@@ -392,6 +394,10 @@ PARAMS: dict[str, type[_P]] = {
     p.AGENT_SET_PRIORITY: SetPriority,
     p.AGENT_SET_POLICY: SetPolicy,
     p.AGENT_SET_BUDGET: SetBudget,
+    p.SCHEMA_SAVE: SchemaSave,
+    p.SCHEMA_LIST: NoParams,
+    p.SCHEMA_SHOW: SchemaRef,
+    p.SCHEMA_DELETE: SchemaRef,
     p.AGENT_HISTORY: History,
     p.AGENT_USAGE: Usage,
     p.AGENT_CLEAR: AgentRef,

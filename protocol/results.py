@@ -14,11 +14,12 @@ writes a datetime.
 # no ``from __future__ import annotations``: TypedDict must see NotRequired
 from typing import Any, Literal, NotRequired, TypedDict
 
+# re-exported: one module of results for both sides
+from protocol.approval_results import Approval as Approval
+from protocol.approval_results import Approved as Approved
 from protocol.cluster_results import ClusterState as ClusterState
 from protocol.cluster_results import DaemonsListed as DaemonsListed
 from protocol.cluster_results import Moved as Moved
-
-# re-exported: one module of results for both sides
 from protocol.mcp_results import McpPrompt as McpPrompt
 from protocol.mcp_results import McpPromptArgument as McpPromptArgument
 from protocol.mcp_results import McpPrompts as McpPrompts
@@ -30,6 +31,9 @@ from protocol.schedule_results import Schedule as Schedule
 from protocol.schedule_results import ScheduleRemoved as ScheduleRemoved
 from protocol.schedule_results import ScheduleRun as ScheduleRun
 from protocol.schedule_results import ScheduleShown as ScheduleShown
+from protocol.schema_results import SavedSchema as SavedSchema
+from protocol.schema_results import SchemaDeleted as SchemaDeleted
+from protocol.schema_results import SchemaShown as SchemaShown
 from protocol.setting_results import PolicySet as PolicySet
 from protocol.setting_results import PrioritySet as PrioritySet
 from protocol.trace_results import TracesState as TracesState
@@ -288,6 +292,7 @@ class TurnOutcome(TypedDict):
     usage: TokenUsage
     cost_usd: float | None
     message: NotRequired[str]  # budget_exceeded: which budget, what was spent, how to raise it
+    data: NotRequired[Any]  # a prompt with a schema: its answer, parsed (None: not valid)
 
 
 class Compacted(TypedDict):
@@ -335,10 +340,11 @@ class HistoryBlock(TypedDict):
     ``type`` says which keys it has (docs/protocol.md, "History blocks"):
     text {text, signed}; thinking {text, redacted, signed}; tool_call {id,
     name, arguments, signed}; tool_result {tool_call_id, name, content,
-    is_error, images}; image {media_type, bytes, url}. ``signature`` only with
+    is_error, images}; image and document {name, media_type, bytes, sha256,
+    url}: an attached file, never its bytes. ``signature`` only with
     ``signatures: true`` (on text, thinking and tool_call blocks)."""
 
-    type: Literal["text", "thinking", "tool_call", "tool_result", "image"]
+    type: Literal["text", "thinking", "tool_call", "tool_result", "image", "document"]
     text: NotRequired[str]
     redacted: NotRequired[bool]
     signed: NotRequired[bool]  # the provider's opaque signature is kept with the block
@@ -353,6 +359,7 @@ class HistoryBlock(TypedDict):
     media_type: NotRequired[str]
     bytes: NotRequired[int | None]
     url: NotRequired[str | None]
+    sha256: NotRequired[str | None]  # an attached file's: how the store keeps it
 
 
 class RowUsage(TypedDict):
@@ -460,26 +467,7 @@ class ExportDoc(TypedDict):
     exported_at: str
     agent: ExportedAgent
     messages: list[ExportedRow]  # its whole lineage, inherited rows included, oldest first
-
-
-class Approval(TypedDict):
-    """One pending approval (``approvals.list``)."""
-
-    approval: str
-    agent: str
-    agent_name: str
-    turn: str
-    tool: str
-    arguments: dict[str, Any]
-    rule: str
-    policy: str
-    created_at: str
-
-
-class Approved(TypedDict):
-    approval: str
-    agent: str
-    decision: Literal["allow", "deny"]
+    blobs: NotRequired[dict[str, dict[str, Any]]]  # sha256 -> {media_type, size, data}: files
 
 
 class FleetWait(TypedDict):  # provider: the last ``provider_wait``'s fields
@@ -597,4 +585,8 @@ RESULTS: dict[str, Any] = {
     "worktree.prune": WorktreePruned,
     "daemons.list": DaemonsListed,
     "agent.move": Moved,
+    "schema.save": SavedSchema,
+    "schema.list": list[SavedSchema],
+    "schema.show": SchemaShown,
+    "schema.delete": SchemaDeleted,
 }

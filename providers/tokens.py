@@ -19,7 +19,8 @@ from typing import Any
 
 import msgspec
 
-from .types import ImageBlock, Message, Request, TextBlock, Tool, ToolResultBlock
+from .documents import decoded_size, is_pdf, pdf_pages
+from .types import DocumentBlock, ImageBlock, Message, Request, TextBlock, Tool, ToolResultBlock
 
 CHARS_PER_TOKEN = 4
 # role, separators and the block framing each provider wraps a message in
@@ -30,6 +31,14 @@ TOOL_OVERHEAD = 8
 # count a 1 MB photo as 330,000 tokens). Anthropic's largest images cost about
 # 1,600 tokens, OpenAI's high detail ~800-1,100, Gemini's 258: the largest.
 IMAGE_TOKENS = 1600
+# A PDF is priced per page: each page goes as its text and a picture of it
+# (Anthropic 1,500-3,000 tokens a page, OpenAI alike; Gemini 258): near the
+# top of that range. Pages are counted in the file; a PDF whose pages cannot
+# be seen (compressed object streams) or one given by URL is guessed from its
+# size, PDF_BYTES_PER_PAGE a page, or as URL_PDF_PAGES.
+PDF_PAGE_TOKENS = 2500
+PDF_BYTES_PER_PAGE = 100_000
+URL_PDF_PAGES = 10
 
 _encode = msgspec.json.encode
 
@@ -57,14 +66,20 @@ def estimate_text(text: str) -> int:
 def estimate_message(msg: Message) -> int:
     """Tokens of one message: its content (and opaque provider state: thinking
     signatures, encrypted reasoning) as JSON, each image a fixed
-    ``IMAGE_TOKENS``, plus ``MESSAGE_OVERHEAD``."""
+    ``IMAGE_TOKENS``, each PDF page ``PDF_PAGE_TOKENS`` (a text document
+    counts as its text), plus ``MESSAGE_OVERHEAD``."""
     if msg.provider_data:
         size = _json_size((msg.content, msg.provider_data))
     else:
         size = _json_size(msg.content)
     images = 0
+    pages = 0
     for block in msg.content:
-        if type(block) is ImageBlock:
+        if type(block) is DocumentBlock and block.text is None:
+            pages += _pdf_pages(block)
+            if block.data is not None:
+                size -= len(block.data)
+        elif type(block) is ImageBlock:
             images += 1
             if block.data is not None:
                 # base64 is ASCII and msgspec escapes none of its characters
@@ -74,7 +89,18 @@ def estimate_message(msg: Message) -> int:
                 images += 1
                 if image.data is not None:
                     size -= len(image.data)
-    return _tokens(max(size, 0)) + images * IMAGE_TOKENS + MESSAGE_OVERHEAD
+    return (
+        _tokens(max(size, 0)) + images * IMAGE_TOKENS + pages * PDF_PAGE_TOKENS + MESSAGE_OVERHEAD
+    )
+
+
+def _pdf_pages(block: DocumentBlock) -> int:
+    """The pages a PDF is priced as (another binary file goes as a note line)."""
+    if not is_pdf(block):
+        return 0
+    if block.data is None:
+        return URL_PDF_PAGES if block.url is not None else 0
+    return pdf_pages(block.data) or max(1, -(-decoded_size(block.data) // PDF_BYTES_PER_PAGE))
 
 
 def estimate_messages(messages: Iterable[Message]) -> int:
@@ -104,6 +130,7 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
+    "PDF_PAGE_TOKENS",
     "TOOL_OVERHEAD",
     "estimate_message",
     "estimate_messages",

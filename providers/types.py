@@ -51,6 +51,9 @@ ErrorCategory = Literal[
     "timeout",
     "network",
     "unknown",
+    # not the provider's: an answer that does not match the prompt's schema
+    # after one corrective retry (agents/_answer.py)
+    "invalid_output",
 ]
 
 RETRYABLE_CATEGORIES: frozenset[str] = frozenset(
@@ -121,9 +124,25 @@ class ImageBlock(
     media_type: str
     data: str | None = None  # base64
     url: str | None = None
+    name: str | None = None  # the file's name, for an attached picture (shown in history)
 
 
-Block = TextBlock | ThinkingBlock | ToolCallBlock | ToolResultBlock | ImageBlock
+class DocumentBlock(
+    msgspec.Struct, tag="document", frozen=True, kw_only=True, omit_defaults=True, gc=False
+):
+    """A file the user attached that is not a picture: a PDF (base64 ``data``,
+    ``media_type`` application/pdf), or a text file (``text``, media_type
+    text/plain, text/markdown...). ``name`` is the file's name, shown to the
+    model where the API takes one and in history."""
+
+    media_type: str
+    data: str | None = None  # base64, for binary documents (PDF)
+    text: str | None = None  # the content of a text document
+    url: str | None = None
+    name: str | None = None
+
+
+Block = TextBlock | ThinkingBlock | ToolCallBlock | ToolResultBlock | ImageBlock | DocumentBlock
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):

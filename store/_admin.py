@@ -22,6 +22,7 @@ from sqlalchemy import exc
 
 from . import _replay
 from ._agents import subtree
+from ._blobs import drop_unreferenced, files_of
 from ._errors import NameTaken, StoreError
 from ._listing import ListingMixin
 from ._rows import agent_record, check_name, now
@@ -170,15 +171,17 @@ class AdminMixin(ListingMixin):  # a purge tells the listing's kept values
                 if owner == uuid and hi is not None and (keep is None or hi > keep):
                     keep = hi
         pinned = sa.select(a.fork_message_id).where(a.fork_message_id.is_not(None))
-        doomed = messages.delete().where(m.agent_uuid == uuid, m.id.not_in(pinned))
+        gone = [m.agent_uuid == uuid, m.id.not_in(pinned)]
         if keep is not None:
-            doomed = doomed.where(m.id > keep)
-        count = conn.execute(doomed).rowcount
+            gone.append(m.id > keep)
+        files = files_of(conn, sa.and_(*gone), uuid)  # their blobs may go with them
+        count = conn.execute(messages.delete().where(*gone)).rowcount
         count += conn.execute(mail.delete().where(mail.c.to_uuid == uuid)).rowcount
         count += conn.execute(
             prompt_queue.delete().where(prompt_queue.c.agent_uuid == uuid)
         ).rowcount
         count += conn.execute(approvals.delete().where(approvals.c.agent_uuid == uuid)).rowcount
+        drop_unreferenced(conn, files)
         # its schedules fire no more (their rows stay readable while the agent's does)
         mine = sa.select(schedules.c.id).where(schedules.c.agent_uuid == uuid)
         conn.execute(

@@ -14,6 +14,7 @@ from sqlalchemy import exc
 
 from . import _replay
 from ._base import StoreBase
+from ._blobs import put_blobs
 from ._errors import AgentNotFound, AmbiguousAgent, BadForkPoint, NameTaken
 from ._ids import uuid7
 from ._rows import (
@@ -513,6 +514,7 @@ def _first_turns(
         # a turn id like Actor.new_turn_id's
         row = row._replace(data={**(row.data or {}), "turn": f"{uuid[-8:]}-{secrets.token_hex(4)}"})
         params.append(row_params(uuid, row, at))
+    put_blobs(conn, [b for _, row in todo for b in row.blobs])
     ids = list(conn.execute(_INSERT_RETURNING, params).scalars())
     conn.execute(
         _MARK_OPEN, [{"b_agent": u, "b_start": i} for (u, _), i in zip(todo, ids, strict=True)]

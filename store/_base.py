@@ -21,6 +21,7 @@ from sqlalchemy import exc
 from providers.catalog import Catalog, default_catalog
 
 from . import _head, _replay
+from ._blobs import put_blobs
 from ._engine import (
     Synchronous,
     display_url,
@@ -307,6 +308,9 @@ class StoreBase:
         """Write history rows (every messages row goes through here), in order."""
         at = now or _now()
         params = [row_params(agent_uuid, row, at) for row in rows]
+        files = [b for row in rows for b in row.blobs]
+        if files:  # before the rows that refer to them, in their transaction
+            put_blobs(conn, files)
         try:
             if len(params) == 1:
                 ids = [conn.execute(_INSERT_ONE, params[0]).inserted_primary_key[0]]  # type: ignore[index]

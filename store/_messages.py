@@ -13,6 +13,7 @@ from providers.types import Message, Usage
 
 from . import _replay
 from ._base import AgentLookup, StoreBase
+from ._blobs import restore_texts
 from ._errors import InvalidEntry, NoSuchMark, StoreError
 from ._rows import Prepared, message_record, message_rows, plain, usage_dict
 from ._schema import messages
@@ -215,11 +216,13 @@ class MessagesMixin(StoreBase):
         limit: int | None = None,
         before: int | None = None,
         after: int | None = None,
+        files: bool = True,
     ) -> list[MessageRecord]:
         """Raw rows the agent sees (its own and its ancestors' up to each fork
         point, clears and interrupted turns included), oldest first. With
         ``limit``: the newest ``limit`` rows below ``before``, or the oldest
-        ``limit`` rows above ``after``."""
+        ``limit`` rows above ``after``. ``files=False``: the attached files'
+        blocks without their bytes (not read: ``data.files`` describes them)."""
         m = messages.c
         with self._read() as conn:
             ranges = self._lineage(conn, agent_uuid)  # AgentNotFound for an unknown id
@@ -235,12 +238,15 @@ class MessagesMixin(StoreBase):
                 if limit is not None:
                     q = q.limit(limit)
                 rows.extend(conn.execute(q).all())
-        rows.sort(key=lambda r: r.id, reverse=newest_first)
-        if limit is not None:
-            rows = rows[:limit]
-        if newest_first:
-            rows.reverse()
-        return [message_record(r) for r in rows]
+            rows.sort(key=lambda r: r.id, reverse=newest_first)
+            if limit is not None:
+                rows = rows[:limit]
+            if newest_first:
+                rows.reverse()
+            # the files' bytes back in the messages that refer to them
+            texts = [r.message_json or "" for r in rows]
+            texts = restore_texts(conn, texts) if files else texts
+        return [message_record(r, t) for r, t in zip(rows, texts, strict=True)]
 
     def replay(self, agent_uuid: str) -> list[Message]:
         """The Messages a provider request needs, oldest first, exactly as
@@ -248,7 +254,8 @@ class MessagesMixin(StoreBase):
         the newest clear on, interrupted turns left out, rewinds applied."""
         with self._read() as conn:
             folded = self._fold(conn, agent_uuid)
-        return _replay.decode_messages(_replay.context(folded).texts)
+            texts = restore_texts(conn, _replay.context(folded).texts)
+        return _replay.decode_messages(texts)
 
     def replay_ids(self, agent_uuid: str) -> list[int]:
         """The row id of each message replay() returns (same order; a
@@ -260,7 +267,8 @@ class MessagesMixin(StoreBase):
         """replay() with each message's row id and whether it is a compaction summary."""
         with self._read() as conn:
             ctx = _replay.context(self._fold(conn, agent_uuid))
-        messages_ = _replay.decode_messages(ctx.texts)
+            texts = restore_texts(conn, ctx.texts)
+        messages_ = _replay.decode_messages(texts)
         return [
             Replayed(rid, msg, ctx.summary and i == 0)
             for i, (rid, msg) in enumerate(zip(ctx.ids, messages_, strict=True))

@@ -13,6 +13,7 @@ import msgspec
 
 from providers.types import (
     THINKING_LEVELS,
+    DocumentBlock,
     ImageBlock,
     Message,
     TextBlock,
@@ -22,6 +23,7 @@ from providers.types import (
     Usage,
 )
 
+from ._blobs import Blob, stored_message
 from ._errors import InvalidEntry
 from ._replay import decode_message
 from ._types import MESSAGE_ROLES, AgentRecord, Entry, MailRecord, MessageRecord, QueuedPrompt
@@ -41,6 +43,8 @@ class Prepared(NamedTuple):
     data: dict[str, Any] | None = None
     message_json: str | None = None  # user, assistant and tool_result rows
     message: Message | None = None  # the Message message_json encodes, for the returned record
+    # the bytes of its attached files, stored apart once each (_blobs.py)
+    blobs: tuple[Blob, ...] = ()
 
 
 def now() -> datetime:
@@ -99,7 +103,7 @@ def no_nul(value: Any) -> Any:
 
 def row_params(agent_uuid: str, row: Prepared, at: datetime) -> dict[str, Any]:
     """The messages-table values of one prepared row."""
-    kind, text, meta, message_json, _ = row
+    kind, text, meta, message_json = row[:4]
     return {
         "agent_uuid": agent_uuid,
         "kind": kind,
@@ -120,9 +124,30 @@ def readable(msg: Message) -> str:
         elif isinstance(b, ToolResultBlock):
             parts.append(("[error] " if b.is_error else "") + b.content)
             parts.extend(f"[image {i.media_type}]" for i in b.images)
-        elif isinstance(b, ImageBlock):
-            parts.append(f"[image {b.media_type}]")
+        elif isinstance(b, ImageBlock | DocumentBlock):
+            parts.append(attached_line(b))
     return "\n".join(p for p in parts if p)
+
+
+def attached_line(b: ImageBlock | DocumentBlock) -> str:
+    """``[attached notes.pdf · application/pdf · 120 KB]``: a file, as the
+    readable copy of its message names it."""
+    size: int | None = None
+    if b.data:
+        size = len(b.data) // 4 * 3 - b.data[-2:].count("=")
+    elif isinstance(b, DocumentBlock) and b.text is not None:
+        size = len(b.text.encode("utf-8", "surrogatepass"))
+    name = b.name or b.url or ("image" if isinstance(b, ImageBlock) else "file")
+    shown = [name, b.media_type] + ([] if size is None else [_size(size)])
+    return f"[attached {' · '.join(shown)}]"
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024 * 1024:
+        return f"{round(n / 1024)} KB"
+    return f"{n / (1024 * 1024):.1f} MB"
 
 
 # ---------------------------------------------------------------- entries -> rows
@@ -140,7 +165,9 @@ def message_rows(agent: Any, e: Entry, kind: str, data: dict[str, Any] | None) -
             f"a {kind} row holds a {MESSAGE_ROLES[kind]!r}-role message, not {msg.role!r}"
         )
     content = e.content if e.content is not None else readable(msg)
-    message_json = _encode(msg).decode()
+    message_json, blobs, files = stored_message(msg)
+    if files:  # the attached files, described: history shows them without reading them
+        data = {**(data or {}), "files": list(files)}
     if kind != "assistant":
         if kind == "tool_result":
             results = [
@@ -149,7 +176,7 @@ def message_rows(agent: Any, e: Entry, kind: str, data: dict[str, Any] | None) -
                 if isinstance(b, ToolResultBlock)
             ]
             data = {"results": results, **(data or {})}
-        return [Prepared(kind, content, data, message_json, msg)]
+        return [Prepared(kind, content, data, message_json, msg, blobs)]
     meta: dict[str, Any] = {
         "provider": msg.provider or agent.provider,
         "model": msg.model or agent.model,
@@ -163,7 +190,7 @@ def message_rows(agent: Any, e: Entry, kind: str, data: dict[str, Any] | None) -
     meta.update(data or {})
     if "usage" in meta:
         meta["usage"] = usage_dict(meta["usage"], kind)
-    out = [Prepared("assistant", content, meta, message_json, msg)]
+    out = [Prepared("assistant", content, meta, message_json, msg, blobs)]
     for b in msg.content:
         if isinstance(b, ToolCallBlock):
             args = b.raw_arguments if b.raw_arguments is not None else _encode(b.arguments).decode()
@@ -195,15 +222,17 @@ def agent_record(r: Any) -> AgentRecord:
     return _from_columns(AgentRecord, r)
 
 
-def message_record(r: Any) -> MessageRecord:
-    # per row of a history: spelled out, and the message decoded from its JSON
+def message_record(r: Any, message_json: str | None = None) -> MessageRecord:
+    """Per row of a history: spelled out, and the message decoded from its
+    JSON (``message_json``: the row's with its files' bytes put back)."""
+    text = message_json or r.message_json
     return MessageRecord(
         id=r.id,
         agent_uuid=r.agent_uuid,
         kind=r.kind,
         content=r.content,
         data=r.data,
-        message=decode_message(r.message_json) if r.message_json else None,
+        message=decode_message(text) if text else None,
         created_at=r.created_at,
     )
 
@@ -214,11 +243,24 @@ def mail_record(r: Any) -> MailRecord:
 
 def queued_record(r: Any) -> QueuedPrompt:
     meta = r.meta if isinstance(r.meta, dict) else {}
-    images, choice = meta.get("images"), meta.get("tool_choice")
+    choice, schema = meta.get("tool_choice"), meta.get("schema")
     return _from_columns(
         QueuedPrompt,
         r,
         mail_ids=list(r.mail_ids or []),
-        images=list(images) if isinstance(images, list) else [],
+        attachments=queued_attachments(meta),
         tool_choice=dict(choice) if isinstance(choice, dict) else None,
+        schema=dict(schema) if isinstance(schema, dict) else None,
     )
+
+
+def queued_attachments(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """A queue row's files; rows from before documents kept ``images``
+    ({media_type, data}), untagged."""
+    files = meta.get("attachments")
+    if isinstance(files, list):
+        return [f for f in files if isinstance(f, dict)]
+    images = meta.get("images")
+    if isinstance(images, list):
+        return [{"type": "image", **i} for i in images if isinstance(i, dict)]
+    return []

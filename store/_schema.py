@@ -327,3 +327,26 @@ message_usage = sa.Table(
     sa.Column("cached_tokens", sa.BigInteger()),
     sa.Column("cache_write_tokens", sa.BigInteger()),
 )
+
+# JSON Schemas saved by name (0012) for ``agent.prompt {schema: NAME}``.
+schemas = sa.Table(
+    "schemas",
+    metadata,
+    sa.Column("name", sa.String(128), primary_key=True),
+    sa.Column("schema", JSONDoc, nullable=False),
+    sa.Column("description", sa.Text(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("updated_at", UTCDateTime(), nullable=False),
+)
+
+# Attached files' bytes (0012), once per content: a message's image or
+# document block names its blob by sha256 instead of carrying the bytes.
+blobs = sa.Table(
+    "blobs",
+    metadata,
+    sa.Column("sha256", sa.String(64), primary_key=True),
+    sa.Column("media_type", sa.String(255), nullable=False),
+    sa.Column("size", sa.BigInteger(), nullable=False),
+    sa.Column("data", sa.LargeBinary(), nullable=False),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+)

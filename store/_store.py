@@ -14,6 +14,8 @@ the transactions, the lineage cache, the shared row writers):
     _cluster.py   daemons sharing the database: membership, ownership, the fence
     _listing.py   listings of every agent: usage and last activity kept up to date
     _transfer.py  a lineage as stored (export); a new agent from such rows (import)
+    _schemas.py   JSON Schemas saved by name, for prompts that name one
+    _blobs.py     attached files' bytes, once per sha256; the rows refer to them
     _rows.py      entries -> rows (with their checks), SQL rows -> records
 """
 
@@ -28,6 +30,7 @@ from ._listing import ListingMixin
 from ._mail import MailMixin
 from ._messages import MessagesMixin
 from ._schedules import SchedulesMixin
+from ._schemas import SchemasMixin
 from ._transfer import TransferMixin
 from ._turns import TurnsMixin
 from ._usage import UsageMixin
@@ -48,6 +51,7 @@ class Store(
     ListingMixin,  # after AdminMixin: a purge tells it
     SchedulesMixin,
     ClusterMixin,
+    SchemasMixin,
 ):
     """SQL history of every agent: SQLite file (default) or PostgreSQL.
 

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-import msgspec
 import sqlalchemy as sa
 
 from providers.types import Message
 
 from . import _replay
 from ._agents import AgentsMixin
+from ._blobs import Blob, BlobRecord, load_blobs, put_blobs, refs_in, stored_message
 from ._errors import InvalidEntry
 from ._rows import check_level, check_name, no_nul, usage_dict
 from ._schema import messages
@@ -32,7 +32,6 @@ REFERENCES = {"compaction": "upto", "interrupted": "turn_start", "rewind": "mark
 # the kind of row each must name (replay ignores a compaction whose upto left the context)
 _TARGETS = {"interrupted": "user", "rewind": "mark"}
 _INSERT = messages.insert().returning(messages.c.id, sort_by_parameter_order=True)
-_encode = msgspec.json.encode
 _MAX_COUNT = (1 << 53) - 1
 
 
@@ -76,6 +75,14 @@ class TransferMixin(AgentsMixin):
         rows.sort(key=lambda r: r.id)
         return [StoredRow(*r) for r in rows]
 
+    def lineage_blobs(self, rows: Sequence[StoredRow]) -> dict[str, BlobRecord]:
+        """The blobs the messages of ``rows`` refer to (_blobs.py), by sha256."""
+        shas = {sha for r in rows if r.message_json for sha in refs_in(r.message_json)}
+        if not shas:
+            return {}
+        with self._read() as conn:
+            return load_blobs(conn, shas)
+
     def import_agent(
         self,
         name: str,
@@ -94,8 +101,10 @@ class TransferMixin(AgentsMixin):
         row that cannot be taken as ``messages[i]...``."""
         check_name(name)
         check_level(thinking_level)
-        prepared = _checked(rows)
+        files: list[Blob] = []
+        prepared = _checked(rows, files)
         with self._write() as conn:
+            put_blobs(conn, files)
             record = self._insert_agent(
                 conn,
                 name=name,
@@ -140,9 +149,10 @@ class TransferMixin(AgentsMixin):
         return record
 
 
-def _checked(rows: Sequence[ImportedRow]) -> list[tuple[int, dict[str, Any]]]:
-    """Each row's insert params (agent_uuid left to fill), checked; fork rows left out.
-    The index in errors is the row's position in ``rows``."""
+def _checked(rows: Sequence[ImportedRow], files: list[Blob]) -> list[tuple[int, dict[str, Any]]]:
+    """Each row's insert params (agent_uuid left to fill), checked; fork rows left out;
+    the bytes of the messages' files added to ``files``. The index in errors is
+    the row's position in ``rows``."""
     out: list[tuple[int, dict[str, Any]]] = []
     last: int | None = None
     for i, row in enumerate(rows):
@@ -172,7 +182,10 @@ def _checked(rows: Sequence[ImportedRow]) -> list[tuple[int, dict[str, Any]]]:
         if key is not None and type((row.data or {}).get(key)) is not int:
             raise InvalidEntry(f"{where}.data.{key}: a {row.kind} row needs the id of a row")
         try:
-            message_json = None if row.message is None else _encode(row.message).decode()
+            message_json = None
+            if row.message is not None:
+                message_json, found, _ = stored_message(row.message)
+                files.extend(found)
         except UnicodeEncodeError:
             raise InvalidEntry(f"{where}.message: not valid unicode") from None
         data = row.data

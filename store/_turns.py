@@ -13,14 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
+import msgspec
 import sqlalchemy as sa
 
 from providers.types import Message
 
 from ._base import StoreBase
+from ._blobs import put_blobs, restore_items, stored_items
 from ._errors import AgentNotFound, InvalidEntry, StoreError
-from ._rows import Prepared, now, queued_record, user_row
+from ._rows import Prepared, now, queued_attachments, queued_record, user_row
 from ._schema import agents, mail, prompt_queue
 from ._types import MessageRecord, QueuedPrompt
 
@@ -71,22 +74,29 @@ class TurnsMixin(StoreBase):
         text: str,
         *,
         mail_ids: Sequence[int] = (),
-        images: Sequence[dict[str, str]] = (),
+        attachments: Sequence[dict[str, Any]] = (),
         tool_choice: dict[str, str] | None = None,
+        schema: dict[str, Any] | None = None,
     ) -> QueuedPrompt:
         """Queue a prompt, committed when this returns. With ``mail_ids`` the
         prompt delivers that mail: it is marked read in the same transaction,
         so mail is never read without being queued, nor queued twice."""
-        # the pictures and the tool choice wait in the queue row beside the
-        # text; the turn's user message carries the pictures from there, and
-        # start_turn leaves both out of its data
-        meta: dict[str, object] = {"images": list(images)} if images else {}
+        # the files, the tool choice and the schema wait in the queue row
+        # beside the text; the turn's user message carries the files from
+        # there, and start_turn leaves all three out of its data
+        # (their bytes in blobs, the meta keeping references: _blobs.py)
+        refs, files = stored_items(attachments)
+        meta: dict[str, object] = {"attachments": refs} if refs else {}
         if tool_choice:
             meta["tool_choice"] = dict(tool_choice)
+        if schema is not None:
+            meta["schema"] = schema
         with self._write() as conn:
-            return self._enqueue_in(
+            put_blobs(conn, files)
+            queued = self._enqueue_in(
                 conn, agent_uuid, turn, text, mail_ids=mail_ids, meta=meta or None
             )
+        return msgspec.structs.replace(queued, attachments=list(attachments)) if refs else queued
 
     def _enqueue_in(
         self,
@@ -124,7 +134,7 @@ class TurnsMixin(StoreBase):
             ).rowcount
             if changed != len(ids):
                 raise InvalidEntry(f"mail {ids} to agent {agent_uuid} is not all unread")
-        choice = (meta or {}).get("tool_choice")
+        choice, schema = (meta or {}).get("tool_choice"), (meta or {}).get("schema")
         return QueuedPrompt(
             id=new_id,
             agent_uuid=agent_uuid,
@@ -132,8 +142,9 @@ class TurnsMixin(StoreBase):
             text=text,
             mail_ids=ids,
             created_at=at,
-            images=list((meta or {}).get("images") or []),
+            attachments=queued_attachments(meta or {}),
             tool_choice=choice if isinstance(choice, dict) else None,
+            schema=schema if isinstance(schema, dict) else None,
         )
 
     def queued_prompts(self, agent_uuid: str | None = None) -> list[QueuedPrompt]:
@@ -144,7 +155,13 @@ class TurnsMixin(StoreBase):
         if agent_uuid is not None:
             stmt = stmt.where(q.agent_uuid == agent_uuid)
         with self._read() as conn:
-            return [queued_record(r) for r in conn.execute(stmt)]
+            out = [queued_record(r) for r in conn.execute(stmt)]
+            return [
+                msgspec.structs.replace(q, attachments=restore_items(conn, q.attachments))
+                if q.attachments
+                else q
+                for q in out
+            ]
 
     def start_turn(
         self, agent_uuid: str, message: Message, *, queue_id: int | None, turn: str
@@ -164,7 +181,9 @@ class TurnsMixin(StoreBase):
                     )
                 meta = dict(gone[0][0] or {})  # a scheduled run's ids
                 meta.pop("images", None)  # in the message itself
+                meta.pop("attachments", None)
                 meta.pop("tool_choice", None)  # the turn's, not the message's
+                meta.pop("schema", None)
             try:
                 row = user_row(message, {**meta, "turn": turn})
             except InvalidEntry:

@@ -131,10 +131,13 @@ class QueuedPrompt(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     mail_ids: list[int]
     created_at: datetime
-    # pictures sent with it (agent.prompt attachments): {media_type, data}
-    images: list[dict[str, str]] = msgspec.field(default_factory=list)
+    # files sent with it (agent.prompt attachments): image and document
+    # blocks as builtins, each with its ``type`` tag
+    attachments: list[dict[str, Any]] = msgspec.field(default_factory=list)
     # its tool choice (agent.prompt tool_choice): {mode, name?}; None: auto
     tool_choice: dict[str, str] | None = None
+    # the JSON Schema its final answer must match (agent.prompt schema)
+    schema: dict[str, Any] | None = None
 
 
 class ApprovalRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -182,6 +182,7 @@ def _family(method: str) -> str:
         "providers": "daemon",
         "fleet": "fleet",
         "schedule": "schedules",
+        "schema": "schemas",
         "worktree": "worktrees",
         "daemons": "cluster",
     }[prefix]

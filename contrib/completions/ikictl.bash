@@ -12,7 +12,9 @@ _ikictl() {
     esac
   done
   case "$prev" in
-    --socket|--output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --socket|--output|-o|--attach) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    -a)  # send's file to attach; elsewhere --all
+      if [[ $cmd == send ]]; then COMPREPLY=($(compgen -f -- "$cur")); return; fi ;;
     --format)  # export's is a choice; ls's and show's a template
       [[ $cmd == export ]] && COMPREPLY=($(compgen -W "json markdown" -- "$cur"))
       return ;;
@@ -27,12 +29,12 @@ _ikictl() {
       return ;;
   esac
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "new send watch fork model system priority policy budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact diff merge worktrees schedule mail models status daemons move daemon keys chat acp approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "new send watch fork model system priority policy budget top cancel kill rename rm prune ls show history export import usage clear mark rewind compact diff merge worktrees schedule mail schema models status daemons move daemon keys chat acp approvals approve deny mcp completion --json --no-autostart --socket --version --help" -- "$cur"))
     return
   fi
   case "$cmd" in
     new) opts="-h --help --json --no-autostart --socket --model -m --name -n --system -s --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --worktree --branch --from --on --no-thinking --no-wait --verbose -v --quiet -q"; agents=0; files=0; choices="" ;;
-    send) opts="-h --help --json --no-autostart --socket --continue -c --no-thinking --no-wait --verbose -v --tool --no-tools"; agents=1; files=0; choices="" ;;
+    send) opts="-h --help --json --no-autostart --socket --continue -c --no-thinking --no-wait --verbose -v --tool --no-tools --schema -a --attach"; agents=1; files=0; choices="" ;;
     watch) opts="-h --help --json --no-autostart --socket --from --until-idle --no-thinking"; agents=1; files=0; choices="" ;;
     fork) opts="-h --help --json --no-autostart --socket --model -m --at --name -n --cwd -C --policy --yolo --mcp --no-mcp --priority --budget --max-tokens --max-turns --allow-unpriced --worktree --branch --from --count --prompts --no-thinking --no-wait --verbose -v --quiet -q"; agents=1; files=0; choices="" ;;
     model) opts="-h --help --json --no-autostart --socket --queue"; agents=1; files=0; choices="" ;;
@@ -79,6 +81,16 @@ _ikictl() {
       case $sub in
         send) opts="-h --help --json --no-autostart --socket"; agents=1; servers=0 ;;
         inbox) opts="-h --help --json --no-autostart --socket --unread"; agents=1; servers=0 ;;
+      esac ;;
+    schema)
+      if [[ -z $sub ]]; then
+        COMPREPLY=($(compgen -W "save ls show rm -h --help --json --no-autostart --socket" -- "$cur")); return
+      fi
+      case $sub in
+        save) opts="-h --help --json --no-autostart --socket --description -d"; agents=0; servers=0 ;;
+        ls) opts="-h --help --json --no-autostart --socket"; agents=0; servers=0 ;;
+        show) opts="-h --help --json --no-autostart --socket"; agents=0; servers=0 ;;
+        rm) opts="-h --help --json --no-autostart --socket"; agents=0; servers=0 ;;
       esac ;;
     models) opts="-h --help --json --no-autostart --socket --offline"; agents=0; files=0; choices="" ;;
     status) opts="-h --help --json --no-autostart --socket"; agents=0; files=0; choices="" ;;

@@ -15,10 +15,11 @@ from agents import fork_names
 from agents.tracing import continuing, prompt_causes
 from agents.worktrees import Wish
 from daemon.methods._context import context_of
-from daemon.methods.attachments import checked_images
+from daemon.methods.attachments import checked_files, forwarded
 from daemon.methods.budgets import budget_info, to_budget
 from daemon.methods.cluster import placement
 from daemon.methods.refusals import refusals
+from daemon.methods.schemas import checked_schema
 from daemon.methods.shapes import Family, model_info, plain, stamp
 from daemon.methods.tool_choice import checked_choice
 from daemon.methods.worktrees import looks
@@ -143,15 +144,22 @@ class AgentsApi(Family):
         }
 
     async def prompt(self, conn: Connection, params: P.Prompt) -> R.Queued | R.TurnOutcome:
-        images = checked_images(params.attachments or [])
-        actor = await self.host._actor(params.agent)
+        try:
+            actor = await self.host._actor(params.agent)
+        except Elsewhere as e:  # its daemon may be on another machine: files go as data
+            sent = await forwarded(params, self.sup, conn, e.daemon)
+            raise Elsewhere(e.daemon, e.agent, sent if sent is not params else None) from None
         choice = await checked_choice(self.sup, actor, params.tool_choice)
+        schema = await checked_schema(self.sup, actor, params.schema)
+        # read last: a path or URL is read only once the rest is known good
+        default = self.host.info.default_model  # suggested for a file the model does not take
+        files = await checked_files(params.attachments or [], self.sup, actor, default)
         # read only when traces are on: off, a traceparent costs nothing
         on = self.sup.deps.tracer is not None
         causes = prompt_causes(params.traceparent) if on else ()
         with refusals():
             turn, position = await self.sup.prompt(
-                actor, params.text, images, causes=causes, tool_choice=choice
+                actor, params.text, files, causes=causes, tool_choice=choice, schema=schema
             )
         if not params.wait:
             return {"turn": turn, "position": position}

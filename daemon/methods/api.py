@@ -25,6 +25,7 @@ from daemon.methods.mail import MailApi
 from daemon.methods.mcp import McpApi, agent_servers
 from daemon.methods.refusals import refusals
 from daemon.methods.schedules import SchedulesApi
+from daemon.methods.schemas import SchemasApi
 from daemon.methods.shapes import DaemonInfo, plain, stamp, tokens
 from daemon.methods.transfer import TransferApi
 from daemon.methods.worktrees import WorktreesApi
@@ -89,6 +90,7 @@ class Api:
             **SchedulesApi(self).handlers(),
             **self.worktree_api.handlers(),
             **ClusterApi(self).handlers(),
+            **SchemasApi(self).handlers(),
         }
 
     # ------------------------------------------------------------ helpers
@@ -242,6 +244,7 @@ class Api:
             "usage": tokens(ended.usage),
             "cost_usd": ended.cost_usd,
             **({"message": ended.message} if ended.message else {}),  # type: ignore[typeddict-item]
+            **({"data": ended.data} if ended.schema else {}),  # type: ignore[typeddict-item]
         }
 
     async def _created(self, created: R.Created, wait: bool) -> R.Created:

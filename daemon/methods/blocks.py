@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agents.compactor import price
 from providers.types import (
     Block,
+    DocumentBlock,
     ImageBlock,
     Message,
     TextBlock,
@@ -60,6 +62,38 @@ def image_info(image: ImageBlock) -> R.ImageInfo:
     return {"media_type": image.media_type, "bytes": size, "url": image.url}
 
 
+def file_info(b: ImageBlock | DocumentBlock, known: Any = None) -> R.HistoryBlock:
+    """A file attached to a prompt (a picture or a document): its name, type,
+    size and sha256 (the store keeps it once per sha256), never its bytes.
+    ``known``: the row's description of it (``data.files``: the store wrote
+    it, and left the bytes unread); else the block's own bytes tell."""
+    size: int | None = None
+    sha: str | None = None
+    if isinstance(known, dict) and known.get("media_type") == b.media_type:
+        size, sha = known.get("size"), known.get("sha256")
+        size = size if type(size) is int else None
+        sha = sha if isinstance(sha, str) else None
+    else:
+        raw: bytes | None = None
+        if b.data is not None:
+            try:
+                raw = base64.b64decode(b.data)
+            except (binascii.Error, ValueError):
+                raw = None
+        elif isinstance(b, DocumentBlock) and b.text is not None:
+            raw = b.text.encode("utf-8", "surrogatepass")
+        if raw is not None:
+            size, sha = len(raw), hashlib.sha256(raw).hexdigest()
+    return {
+        "type": "image" if isinstance(b, ImageBlock) else "document",
+        "name": b.name,
+        "media_type": b.media_type,
+        "bytes": size,
+        "sha256": sha,
+        "url": b.url,
+    }
+
+
 def _signed(out: R.HistoryBlock, signature: str | None, signatures: bool) -> R.HistoryBlock:
     out["signed"] = signature is not None
     if signatures:
@@ -67,8 +101,8 @@ def _signed(out: R.HistoryBlock, signature: str | None, signatures: bool) -> R.H
     return out
 
 
-def block(b: Block, signatures: bool) -> R.HistoryBlock:
-    """One block as the protocol shows it."""
+def block(b: Block, signatures: bool, known: Any = None) -> R.HistoryBlock:
+    """One block as the protocol shows it (``known``: file_info's)."""
     if isinstance(b, TextBlock):
         return _signed({"type": "text", "text": b.text}, b.signature, signatures)
     if isinstance(b, ThinkingBlock):
@@ -86,17 +120,20 @@ def block(b: Block, signatures: bool) -> R.HistoryBlock:
             "is_error": b.is_error,
             "images": [image_info(i) for i in b.images],
         }
-    info = image_info(b)
-    return {
-        "type": "image",
-        "media_type": info["media_type"],
-        "bytes": info["bytes"],
-        "url": info["url"],
-    }
+    return file_info(b, known)
 
 
-def blocks(message: Message | None, signatures: bool) -> list[R.HistoryBlock]:
-    return [] if message is None else [block(b, signatures) for b in message.content]
+def blocks(message: Message | None, signatures: bool, files: Any = None) -> list[R.HistoryBlock]:
+    """The message's blocks; ``files``: the row's ``data.files``, one a file block."""
+    if message is None:
+        return []
+    described = iter(files if isinstance(files, list) else ())
+    return [
+        block(b, signatures, next(described, None))
+        if isinstance(b, ImageBlock | DocumentBlock)
+        else block(b, signatures)
+        for b in message.content
+    ]
 
 
 # ---------------------------------------------------------------- the pass over the lineage
@@ -250,7 +287,7 @@ def row_extras(
             asked = requested[1] if requested is not None and requested[0] == payer else None
             cost = price(catalog, payer, reported, asked, Usage(**usage))
     return {
-        "blocks": blocks(message, signatures),
+        "blocks": blocks(message, signatures, meta.get("files")),
         "role": message.role if message is not None else None,
         "provider": provider,
         "model": model,

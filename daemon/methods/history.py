@@ -29,9 +29,10 @@ async def read_history(host: ApiHost, catalog: Catalog, params: P.History) -> R.
     if params.limit is not None and params.limit < 1:
         raise p.RpcError(p.INVALID_PARAMS, "limit: must be 1 or more")
     limit = params.limit
-    rows = await host.db.history(
-        record.uuid, limit=None if limit is None else limit + 1, before=params.before
-    )
+    # the attached files' bytes stay unread: each row's data.files describes them
+    page = None if limit is None else limit + 1
+    history = host.db.store.history
+    rows = await host.db.call(history, record.uuid, limit=page, before=params.before, files=False)
     more = limit is not None and len(rows) > limit
     if more:
         rows = rows[1:]

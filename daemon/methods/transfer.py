@@ -21,6 +21,7 @@ from agents import _mcp_select as mcp_select
 from agents.permissions import dump_chain, parse_chain
 from agents.workdir import working_folder
 from daemon.methods.shapes import model_info, stamp
+from daemon.methods.transfer_files import exported_blobs, with_files
 from protocol import params as P
 from providers.modelspec import ModelSpec, resolve_model
 from providers.types import THINKING_LEVELS, Message
@@ -68,6 +69,8 @@ class _Doc(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     exported_at: str
     agent: _Agent
     messages: list[_Row]
+    # (the files: put back into the messages' blocks before this is read)
+    blobs: dict[str, Any] | None = None
 
 
 def _bad(where: str, what: str) -> p.RpcError:
@@ -85,6 +88,7 @@ def parse_document(raw: dict[str, Any]) -> _Doc:
         raise _bad(
             "document.version", f"{version!r} is not a version this daemon reads ({VERSION})"
         )
+    raw = with_files(raw)  # each block's file back from document.blobs
     try:
         return msgspec.convert(raw, _Doc)
     except msgspec.ValidationError as e:
@@ -117,8 +121,9 @@ class TransferApi:
         host = self.host
         record = await host._record(params.agent)
         rows = await host.db.call(host.db.store.lineage_rows, record.uuid)
+        files = await host.db.call(host.db.store.lineage_blobs, rows)
         actor = host.sup.actor_of(record.uuid)
-        return {
+        doc: R.ExportDoc = {
             "format": FORMAT,
             "version": VERSION,
             "exported_at": stamp(datetime.now(UTC)),
@@ -148,6 +153,9 @@ class TransferApi:
                 for r in rows
             ],
         }
+        if files:  # each attached file once; the messages' blocks name them
+            doc["blobs"] = exported_blobs(files)
+        return doc
 
     async def import_(self, conn: Connection, params: P.Import) -> R.Created:
         host = self.host

@@ -19,8 +19,11 @@ import re
 from typing import Any
 
 from ..catalog import ModelEntry
+from ..documents import inline_text, is_pdf, note
+from ..schema_fit import fit_for_request
 from ..thinking import ThinkingMapping, map_thinking
 from ..types import (
+    DocumentBlock,
     ImageBlock,
     Message,
     Request,
@@ -144,6 +147,8 @@ def _block(block: Any, provider: str) -> dict[str, Any] | None:
         return {"type": "thinking", "thinking": block.text, "signature": block.signature}
     if isinstance(block, ImageBlock):
         return _image(block)
+    if isinstance(block, DocumentBlock):
+        return _document(block)
     return None
 
 
@@ -155,6 +160,32 @@ def _image(block: ImageBlock) -> dict[str, Any] | None:
     else:
         return None
     return {"type": "image", "source": source}
+
+
+def _document(block: DocumentBlock) -> dict[str, Any] | None:
+    """A document block (docs.anthropic.com, PDF support and Citations: a
+    ``document`` takes a base64 source of media_type application/pdf, a url
+    source (a PDF), or a text source of media_type text/plain whatever the
+    file's own text type; ``title`` names it). Anything else is a note."""
+    source: dict[str, Any]
+    if block.text is not None:
+        if not block.text:  # an empty text source is refused like an empty text block
+            return {"type": "text", "text": inline_text(block)}
+        source = {"type": "text", "media_type": "text/plain", "data": block.text}
+    elif block.data is not None:
+        if not is_pdf(block):
+            return {"type": "text", "text": note(block, "this API takes PDF documents only")}
+        source = {"type": "base64", "media_type": "application/pdf", "data": block.data}
+    elif block.url is not None:
+        if not is_pdf(block):
+            return {"type": "text", "text": note(block, "this API fetches PDF documents only")}
+        source = {"type": "url", "url": block.url}
+    else:
+        return None
+    out: dict[str, Any] = {"type": "document", "source": source}
+    if block.name:
+        out["title"] = block.name
+    return out
 
 
 def encode_messages(messages: list[Message], provider: str) -> list[dict[str, Any]]:
@@ -252,7 +283,8 @@ def build_body(
     if plan.effort and plan.effort != "none":
         output_config["effort"] = plan.effort
     if request.response_schema is not None:
-        output_config["format"] = {"type": "json_schema", "schema": request.response_schema}
+        fitted = fit_for_request("messages", request.response_schema, provider).schema
+        output_config["format"] = {"type": "json_schema", "schema": fitted}
     if output_config:
         body["output_config"] = output_config
     if not count_only:

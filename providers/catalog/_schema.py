@@ -33,6 +33,9 @@ class Capabilities(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     vision: bool = False
     streaming: bool = True
     json_schema: bool = False
+    # takes PDF documents (a document block, a file part): the daemon refuses a
+    # PDF attachment for a model without it (providers/attachment_limits.py)
+    documents: bool = False
 
 
 class Prices(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -6,7 +6,9 @@ from typing import Any
 
 import msgspec
 
+from ..documents import inline_text, is_pdf, note
 from ..types import (
+    DocumentBlock,
     ImageBlock,
     Message,
     Request,
@@ -89,6 +91,23 @@ def _image(block: ImageBlock) -> dict[str, Any] | None:
     return None
 
 
+def _document(block: DocumentBlock) -> dict[str, Any] | None:
+    """A document as a part (ai.google.dev, Document understanding: a PDF as
+    ``inlineData`` with mimeType application/pdf, or by URL as ``fileData``
+    with its ``fileUri``). A text file is a text part holding its text: Gemini
+    reads a non-PDF document as plain text anyway, and inline text keeps its
+    name."""
+    if block.text is not None:
+        return {"text": inline_text(block)}
+    if block.data is not None:
+        if not is_pdf(block):
+            return {"text": note(block, "this API takes PDF documents only")}
+        return {"inlineData": {"mimeType": "application/pdf", "data": block.data}}
+    if block.url is not None:
+        return {"fileData": {"mimeType": block.media_type, "fileUri": block.url}}
+    return None
+
+
 def encode_contents(messages: list[Message], *, provider: str, model: str) -> list[dict[str, Any]]:
     calls = _Calls(messages, provider)
     strict = is_strict_signature_model(model)
@@ -140,6 +159,10 @@ def encode_contents(messages: list[Message], *, provider: str, model: str) -> li
                     img = _image(b)
                     if img is not None:
                         parts.append(img)
+                elif isinstance(b, DocumentBlock):
+                    doc = _document(b)
+                    if doc is not None:
+                        parts.append(doc)
                 elif isinstance(b, ToolResultBlock):
                     results.append(b)
             if results:

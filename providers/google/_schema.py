@@ -6,7 +6,9 @@ inlined from ``$defs``/``definitions`` (a recursive reference becomes an
 untyped object), ``oneOf`` becomes ``anyOf``, ``allOf`` is merged, ``const``
 becomes a one-value enum, a ``null`` in ``type`` becomes ``nullable``, and
 keywords Gemini rejects (``additionalProperties``, ``$schema``, ``$id``,
-``patternProperties``...) are dropped.
+``patternProperties``...) are dropped. Inlining can multiply a schema (a
+definition used twice by one used twice...): ``limit`` caps the nodes written,
+past it ValueError (a response schema is fitted with one: providers/schema_fit).
 """
 
 from __future__ import annotations
@@ -41,12 +43,23 @@ _COPY = (
 _STRING_FORMATS = frozenset({"enum", "date-time"})
 
 
-def to_gemini_schema(schema: Any) -> dict[str, Any]:
+class _Budget:
+    def __init__(self, limit: int | None) -> None:
+        self.left = limit
+
+    def spend(self) -> None:
+        if self.left is not None:
+            self.left -= 1
+            if self.left < 0:
+                raise ValueError("too large once its $refs are inlined for Gemini's responseSchema")
+
+
+def to_gemini_schema(schema: Any, *, limit: int | None = None) -> dict[str, Any]:
     defs: dict[str, Any] = {}
     if isinstance(schema, dict):
         defs.update(schema.get("definitions") or {})
         defs.update(schema.get("$defs") or {})
-    return _convert(schema, defs, ())
+    return _convert(schema, defs, (), _Budget(limit))
 
 
 def _resolve(ref: str, defs: dict[str, Any]) -> Any:
@@ -56,7 +69,10 @@ def _resolve(ref: str, defs: dict[str, Any]) -> Any:
     return None
 
 
-def _convert(schema: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[str, Any]:
+def _convert(
+    schema: Any, defs: dict[str, Any], seen: tuple[str, ...], budget: _Budget
+) -> dict[str, Any]:
+    budget.spend()
     if schema is True or not isinstance(schema, dict):
         return {}
     ref = schema.get("$ref")
@@ -68,7 +84,7 @@ def _convert(schema: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[s
                 out["description"] = schema["description"]
             return out
         merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
-        return _convert(merged, defs, (*seen, ref))
+        return _convert(merged, defs, (*seen, ref), budget)
 
     if "allOf" in schema and isinstance(schema["allOf"], list):
         base = {k: v for k, v in schema.items() if k != "allOf"}
@@ -84,7 +100,7 @@ def _convert(schema: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[s
                     base["required"] = [*base.get("required", []), *value]
                 else:
                     base.setdefault(key, value)
-        return _convert(base, defs, seen)
+        return _convert(base, defs, seen, budget)
 
     out = {}
     nullable = bool(schema.get("nullable"))
@@ -93,7 +109,7 @@ def _convert(schema: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[s
         kinds = [k for k in kind if k != "null"]
         nullable = nullable or len(kinds) < len(kind)
         if len(kinds) > 1:
-            out["anyOf"] = [_convert({**schema, "type": k}, defs, seen) for k in kinds]
+            out["anyOf"] = [_convert({**schema, "type": k}, defs, seen, budget) for k in kinds]
             if nullable:
                 out["nullable"] = True
             return out
@@ -126,15 +142,17 @@ def _convert(schema: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[s
 
     props = schema.get("properties")
     if isinstance(props, dict) and props:
-        out["properties"] = {name: _convert(sub, defs, seen) for name, sub in props.items()}
+        out["properties"] = {
+            name: _convert(sub, defs, seen, budget) for name, sub in props.items()
+        }
         required = [r for r in schema.get("required", []) if r in props]
         if required:
             out["required"] = required
     items = schema.get("items")
     if isinstance(items, dict):
-        out["items"] = _convert(items, defs, seen)
+        out["items"] = _convert(items, defs, seen, budget)
     elif isinstance(items, list) and items:
-        out["items"] = _convert(items[0], defs, seen)
+        out["items"] = _convert(items[0], defs, seen, budget)
 
     alternatives = schema.get("anyOf", schema.get("oneOf"))
     if isinstance(alternatives, list):
@@ -143,7 +161,7 @@ def _convert(schema: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> dict[s
             if isinstance(sub, dict) and sub.get("type") == "null":
                 nullable = True
             else:
-                subs.append(_convert(sub, defs, seen))
+                subs.append(_convert(sub, defs, seen, budget))
         if len(subs) == 1 and not out.get("type"):
             out.update(subs[0])
         elif subs:

@@ -63,6 +63,7 @@ from ..accumulate import collect
 from ..base import HttpRequest
 from ..catalog import Catalog, ModelEntry, default_catalog
 from ..ratelimits import RateLimits, google_limits
+from ..schema_fit import fit_for_request
 from ..settings import ProviderSettings
 from ..thinking import ThinkingMapping, map_thinking
 from ..types import (
@@ -77,7 +78,6 @@ from ..types import (
 from ._decode import GeminiStreamDecoder, new_call_id
 from ._encode import encode_contents, encode_tools
 from ._errors import http_error
-from ._schema import to_gemini_schema
 from ._wire import CHUNK_DECODER, COUNT_DECODER, Chunk
 
 SUBSET_DIALECT = "gemini_schema_subset"
@@ -97,6 +97,11 @@ class GeminiCodec:
         # The v1 API has no parametersJsonSchema / responseJsonSchema.
         self._subset = SUBSET_DIALECT in settings.dialect or base.endswith("/v1")
         self.new_id: Callable[[], str] = new_call_id
+
+    @property
+    def schema_subset(self) -> bool:
+        """Whether schemas go as the OpenAPI subset (``responseSchema``), not JSON Schema."""
+        return self._subset
 
     # ------------------------------------------------------------ model facts
 
@@ -166,10 +171,11 @@ class GeminiCodec:
             gen["thinkingConfig"] = thinking
         if request.response_schema is not None:
             gen["responseMimeType"] = "application/json"
-            if self._subset:
-                gen["responseSchema"] = to_gemini_schema(request.response_schema)
-            else:
-                gen["responseJsonSchema"] = request.response_schema
+            fitted = fit_for_request(
+                "generate_content", request.response_schema, self.provider,
+                gemini_subset=self._subset,
+            ).schema  # fmt: skip
+            gen["responseSchema" if self._subset else "responseJsonSchema"] = fitted
         body["generationConfig"] = gen
 
         extra = (request.provider_data or {}).get("google")

@@ -17,12 +17,15 @@ from typing import Any, ClassVar
 import msgspec
 
 from ..base import HttpRequest
-from ..catalog import Catalog, default_catalog
+from ..catalog import Catalog, WireApi, default_catalog
+from ..documents import inline_text, is_pdf, note
 from ..errors import classify, error_from_http, provider_error
 from ..ratelimits import RateLimits, openai_limits
+from ..schema_fit import fit_for_request
 from ..settings import ProviderSettings
 from ..thinking import ThinkingMapping, map_thinking
 from ..types import (
+    DocumentBlock,
     ImageBlock,
     Message,
     ProviderError,
@@ -69,6 +72,31 @@ def image_url(block: ImageBlock) -> str:
     return f"data:{block.media_type};base64,{block.data or ''}"
 
 
+def document_part(block: DocumentBlock, *, responses: bool) -> dict[str, Any] | None:
+    """A document as a user content part (developers.openai.com, File inputs:
+    Chat Completions takes a PDF as a ``file`` part with ``filename`` and a
+    ``file_data`` data URL, and no file by URL; Responses an ``input_file``
+    with ``filename`` and ``file_data``, or a ``file_url``). A text file goes
+    as a text part holding its text, as the guide says for Chat Completions
+    (Responses too: the model then reads the text as sent)."""
+    text_type = "input_text" if responses else "text"
+    if block.text is not None:
+        return {"type": text_type, "text": inline_text(block)}
+    if block.data is not None:
+        if not is_pdf(block):
+            return {"type": text_type, "text": note(block, "this API takes PDF documents only")}
+        filename = block.name or "document.pdf"  # required with file_data
+        data_url = f"data:application/pdf;base64,{block.data}"
+        if responses:
+            return {"type": "input_file", "filename": filename, "file_data": data_url}
+        return {"type": "file", "file": {"filename": filename, "file_data": data_url}}
+    if block.url is not None:
+        if responses:
+            return {"type": "input_file", "file_url": block.url}
+        return {"type": text_type, "text": note(block, "this API cannot fetch a file by URL")}
+    return None
+
+
 def tool_schema(tool: Tool) -> tuple[dict[str, Any], bool]:
     """(parameters, strict): strict only when asked for and the schema can take it."""
     if tool.strict:
@@ -78,14 +106,15 @@ def tool_schema(tool: Tool) -> tuple[dict[str, Any], bool]:
     return tool.parameters, False
 
 
-def response_schema(schema: dict[str, Any]) -> tuple[str, dict[str, Any], bool]:
-    """(name, schema, strict) for a JSON-schema response format."""
+def response_schema(
+    schema: dict[str, Any], api: WireApi, provider: str
+) -> tuple[str, dict[str, Any], bool]:
+    """(name, schema, strict) for a JSON-schema response format: the schema as
+    the API takes it (providers/schema_fit), strict when it can be."""
     name = str(schema.get("title") or "response")
-    name = "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:64] or "response"
-    converted = strict_schema(schema)
-    if converted is not None:
-        return name, converted, True
-    return name, schema, False
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in name)
+    fitted = fit_for_request(api, schema, provider)
+    return name[:64] or "response", fitted.schema, fitted.strict
 
 
 def as_int(value: Any) -> int:
@@ -228,7 +257,8 @@ class OpenAICodec(ABC):
 
     def _user(self, message: Message, out: list[dict[str, Any]]) -> None:
         """A user message: its tool results (each an item of its own), then the
-        text and images as one user message (its text alone when that is all)."""
+        text, images and documents as one user message (its text alone when
+        that is all)."""
         responses = self.responses
         parts: list[dict[str, Any]] = []
         for b in message.content:
@@ -242,6 +272,10 @@ class OpenAICodec(ABC):
                     parts.append({"type": "input_image", "image_url": url})
                 else:
                     parts.append({"type": "image_url", "image_url": {"url": url}})
+            elif isinstance(b, DocumentBlock):
+                part = document_part(b, responses=responses)
+                if part is not None:
+                    parts.append(part)
         if not parts:
             return
         content: str | list[dict[str, Any]] = parts

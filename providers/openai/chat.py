@@ -68,7 +68,9 @@ class ChatCodec(OpenAICodec):
             body.update(self._tools(request))
         self._thinking(request, body)
         if request.response_schema is not None:
-            name, schema, strict = response_schema(request.response_schema)
+            name, schema, strict = response_schema(
+                request.response_schema, "chat", self.provider
+            )
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": name, "schema": schema, "strict": strict},

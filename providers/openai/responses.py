@@ -54,7 +54,9 @@ class ResponsesCodec(OpenAICodec):
         if request.tools:
             body.update(self._tools(request))
         if request.response_schema is not None:
-            name, schema, strict = response_schema(request.response_schema)
+            name, schema, strict = response_schema(
+                request.response_schema, "responses", self.provider
+            )
             body["text"] = {
                 "format": {"type": "json_schema", "name": name, "schema": schema, "strict": strict}
             }

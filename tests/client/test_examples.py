@@ -3,6 +3,7 @@ daemon: what docs/scripting.md shows works."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -90,3 +91,61 @@ def test_async_fanout_under_each_backend(daemon, backend):
     for i, reply in rows.items():
         assert f"You said: What is {i} squared?" in reply
     assert "6 answers" in r.stderr
+
+
+INVOICES = [
+    ("Acme Tools", "A-1001", "2026-01-05", 120.5, "EUR"),
+    ("Bolt & Nut", "BN-7", "5 Feb 2026", 99.0, "USD"),
+    ("Cogs Ltd", "C-33", "2026-03-01", 1250.0, "GBP"),
+    ("Dyna Corp", "D-1", "2026-04-11", 7.25, "EUR"),
+    ("Echo SA", "E-909", "2026-05-30", 3000.0, "CHF"),
+]
+
+
+def _invoices(folder: Path) -> None:
+    folder.mkdir()
+    for i, (vendor, number, date, total, currency) in enumerate(INVOICES):
+        (folder / f"inv-{i}.txt").write_text(
+            f"INVOICE\nVendor: {vendor}\nInvoice number: {number}\nDate: {date}\n"
+            f"Items: 3 widgets\nTotal: {total:,.2f}\nCurrency: {currency}\nThank you!\n"
+        )
+
+
+@pytest.mark.parametrize("model", [None, "claude-sonnet-4-20250514"])
+def test_extract_gives_one_validated_record_per_file_from_parallel_forks(daemon, tmp_path, model):
+    """Natively (the default model takes a response schema), and through the
+    final_result tool (one that does not); forks of one agent, three at a time."""
+    folder = tmp_path / "invoices"
+    _invoices(folder)
+    more = ["--model", model] if model else []
+    name = f"extract-{model or 'default'}"
+    r = run_example(daemon, "extract.py", str(folder), "--jobs", "3", "--name", name, *more)
+    assert r.returncode == 0, r.stderr
+    records = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [rec["file"] for rec in records] == [f"inv-{i}.txt" for i in range(len(INVOICES))]
+    for rec, (vendor, number, date, total, currency) in zip(records, INVOICES, strict=True):
+        assert rec == {
+            "file": rec["file"], "vendor": vendor, "invoice_number": number, "date": date,
+            "total": total, "currency": currency,
+        }
+    assert f"{len(INVOICES)} files, 0 failed" in r.stderr
+    with ikigai.connect(str(daemon.socket), autostart=False) as c:
+        agents = c.agents()
+        root = next(a for a in agents if a["name"] == name)
+        forks = [a for a in agents if a["parent"] == root["uuid"]]
+        assert len(forks) == len(INVOICES)
+
+
+def test_extract_names_a_file_without_a_valid_record_and_exits_1(daemon, tmp_path):
+    """A credit note's negative total breaks the record's ``total >= 0``:
+    one corrective retry (the demo model answers the same), then the turn
+    fails invalid_output; the other files' records are still printed."""
+    folder = tmp_path / "docs"
+    _invoices(folder)
+    (folder / "inv-9.txt").write_text("CREDIT NOTE\nVendor: Acme Tools\nTotal: -20.00\nCurrency: EUR\n")
+    r = run_example(daemon, "extract.py", str(folder), "--name", "extract-credit")
+    assert r.returncode == 1
+    assert "inv-9.txt: invalid_output: the answer does not match the schema" in r.stderr
+    assert "-20.0 is less than the minimum of 0" in r.stderr
+    assert len(r.stdout.splitlines()) == len(INVOICES)
+    assert f"{len(INVOICES) + 1} files, 1 failed" in r.stderr

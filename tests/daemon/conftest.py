@@ -127,7 +127,8 @@ def daemon_home(tmp_path: Path) -> Path:
     yield home
     import shutil
 
-    shutil.rmtree(home, ignore_errors=True)
+    if not os.environ.get("IKIGAI_KEEP_HOME"):
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture

@@ -203,6 +203,23 @@ _by_field: dict[str, Any] = {
     )
     | _plain
     | _values,
+    # agent.prompt's answer schema and schema.save's: small valid ones, broken
+    # ones, saved names (most never saved), or anything
+    "schema": st.sampled_from(
+        [
+            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+            {"type": "array", "items": {"type": "integer"}},
+            {"type": "nope"},
+            {"$ref": "#/$defs/none"},
+            {"properties": []},
+            "tw-a-0",
+            "no such",
+            "",
+        ]
+    )
+    | _plain
+    | _values,
+    "description": _plain,
     # agent.fork's fan-out: a few children, or past the bound
     "count": st.integers(-2, 4) | st.just(1001) | st.none(),
     "prompts": st.lists(_plain, max_size=3) | st.none(),

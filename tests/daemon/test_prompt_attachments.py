@@ -30,7 +30,7 @@ PNG = base64.b64encode(
 MODELS = {
     "messages": "anthropic/claude-sonnet-4-5",
     "responses": "openai/gpt-5",
-    "chat": "deepseek/deepseek-v4-flash",
+    "chat": "openai/gpt-4o",  # (deepseek's models take no pictures: refused, test_attach_refusals.py)
     "generate_content": "google/gemini-3-flash-preview",
 }
 
@@ -132,8 +132,9 @@ BAD = [
     ([{"media_type": "image/png", "data": "not base64!"}], "attachments[0].data: not valid base64"),
     ([{"media_type": "image/png"}], "attachments[0].data: required"),
     ([{"data": PNG}], "attachments[0].media_type: required"),
-    ([{"path": "/etc/passwd"}], "attachments[0].path: only inline pictures"),
-    ([{"url": "https://x/y.png"}], "attachments[0].url: only inline pictures"),
+    ([{"path": "etc/passwd"}], "attachments[0].path: etc/passwd is relative: give an absolute path"),
+    ([{"url": "ftp://x/y.png"}], "attachments[0].url: ftp://x/y.png: only http and https URLs"),
+    ([{"path": "/etc/passwd", "data": PNG}], "attachments[0].data: give one of path, url and data, not path and data"),
     ([{"media_type": "image/png", "data": PNG}] * 21, "attachments: at most 20"),
     ([{"media_type": "image/png", "data": PNG, "shape": 1}], "unknown field"),
     ([{"media_type": "image/png", "data": PNG, "name": "n" * 300}], "attachments[0].name"),
@@ -156,7 +157,7 @@ async def test_bad_attachments_are_refused_by_name_with_nothing_stored(
 
 
 # media types the daemon takes, as a client may spell them (jpg: taken as jpeg;
-# the daemon does not sniff the bytes, so a PNG sent as one is still taken)
+# a picture is what its bytes are, so a PNG sent as one is taken as a PNG)
 TAKEN = ("image/png", "image/webp", "IMAGE/JPG")
 _wrong = st.integers() | st.none() | st.booleans() | st.lists(st.integers(), max_size=2)
 _attachment = st.fixed_dictionaries(
@@ -174,7 +175,9 @@ _many = st.lists(st.just({"media_type": "image/png", "data": PNG}), min_size=19,
 
 
 def _taken(attachments: object) -> bool:
-    """Would the daemon take these (as docs/protocol.md, "Attachments", says)?"""
+    """Would the daemon take these (as docs/protocol.md, "Attachments", says)?
+    A path or a url here is never one that can be read: a few characters of
+    any text (the files and URLs themselves: test_attach_files.py)."""
     if not isinstance(attachments, list) or len(attachments) > 20:
         return False
     for a in attachments:

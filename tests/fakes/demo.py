@@ -7,7 +7,9 @@ have something real-looking to stream.
 - a ``bash`` tool call (``echo hello from a tool``) when the prompt asks for a
   tool, then, once the tool's result comes back, an answer quoting it;
 - a long, slow answer when the prompt asks for something long (a story, an
-  essay...), so ``cancel`` has something to cancel.
+  essay...), so ``cancel`` has something to cancel;
+- JSON matching the schema a request asks for (demo_json.py), filled from
+  the prompt's ``Key: value`` lines.
 
 Deterministic: the same prompt gets the same answer.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .demo_json import ANSWER_TOOL, asked_schema, fields_of, value_for
 from .recorded import RecordedRequest
 from .script import Reply, ToolCall, Usage
 
@@ -145,6 +148,10 @@ def demo_responder(request: RecordedRequest) -> Reply | None:
     prompt, tool_result, size = last_turn(body)
     thinking = thinking_on(body)
     tools = bool(body.get("tools"))
+    schema, by_tool = asked_schema(body)
+    if schema is not None and (tool_result is None or by_tool):
+        # a corrective retry: the fields are in the turn's prompt, before it
+        return _structured(schema, by_tool, _user_texts(body), size)
     if tool_result is not None:
         out = tool_result.strip().splitlines()[0] if tool_result.strip() else "(nothing)"
         text = f"The tool ran and printed: {out}"
@@ -166,6 +173,30 @@ def demo_responder(request: RecordedRequest) -> Reply | None:
         return _reply(text, "", size, pieces=LONG_PIECES, delay=SLOW_DELAY)
     think = f"The user asks: {' '.join(prompt.split())[:80]}. A short, friendly answer fits." if thinking else ""
     return _reply(answer_for(prompt), think, size, pieces=8)
+
+
+def _user_texts(body: dict[str, Any]) -> str:
+    """Every user message's text, oldest first (Key: value lines are read from them)."""
+    items = body.get("messages") or body.get("contents") or body.get("input") or []
+    texts = [
+        _text_of(item.get("content", item.get("parts")))
+        for item in items if isinstance(item, dict) and item.get("role") == "user"
+    ]
+    return "\n".join(texts)
+
+
+def _structured(schema: dict[str, Any], by_tool: bool, prompt: str, size: int) -> Reply:
+    """A schema's answer, from the prompt's ``Key: value`` lines."""
+    import json
+
+    value = value_for(schema, fields_of(prompt))
+    if by_tool:
+        return Reply(
+            tool_calls=[ToolCall(name=ANSWER_TOOL, arguments=value)],
+            usage=Usage(input=_tokens(size), output=20),
+            delay=DELAY,
+        )
+    return _reply(json.dumps(value), "", size, pieces=4)
 
 
 def _reply(text: str, thinking: str, size: int, *, pieces: int, delay: float = DELAY) -> Reply:

@@ -11,6 +11,8 @@ import binascii
 import json
 from typing import Any
 
+from . import attachment_rules, schema_rules
+
 _THINKING = ("thinking", "redacted_thinking")
 # the image types each API takes (Anthropic and OpenAI: the same four)
 _IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
@@ -76,6 +78,10 @@ def _parses(text: Any) -> bool:
 def anthropic(body: Any) -> str | None:
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         return "messages: Field required"
+    if (problem := schema_rules.anthropic(body)) is not None:  # the answer's schema
+        return problem
+    if (problem := attachment_rules.anthropic(body)) is not None:  # pictures, documents
+        return problem
     msgs = body["messages"]
     if not msgs:
         return "messages: at least one message is required"
@@ -142,6 +148,10 @@ def anthropic(body: Any) -> str | None:
 def openai_chat(body: Any) -> str | None:
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         return "Missing required parameter: 'messages'."
+    if (problem := schema_rules.openai_chat(body)) is not None:  # the answer's schema
+        return problem
+    if (problem := attachment_rules.openai_chat(body)) is not None:  # pictures, documents
+        return problem
     msgs = body["messages"]
     # DeepSeek's thinking mode (the ``thinking`` toggle on): every assistant
     # message with tool calls must carry its reasoning_content back
@@ -188,6 +198,10 @@ def openai_chat(body: Any) -> str | None:
 def openai_responses(body: Any) -> str | None:
     if not isinstance(body, dict):
         return "body must be an object"
+    if (problem := schema_rules.openai_responses(body)) is not None:  # the answer's schema
+        return problem
+    if (problem := attachment_rules.openai_responses(body)) is not None:  # pictures, documents
+        return problem
     cap = body.get("max_output_tokens")
     if cap is not None and (not isinstance(cap, int) or cap < 16):
         return (
@@ -259,6 +273,10 @@ _LEVELS = ("MINIMAL", "LOW", "MEDIUM", "HIGH")
 def google(body: Any) -> str | None:
     if not isinstance(body, dict):
         return "body must be an object"
+    if (problem := schema_rules.google(body)) is not None:  # the answer's schema
+        return problem
+    if (problem := attachment_rules.google(body)) is not None:  # pictures, documents
+        return problem
     config = (body.get("generationConfig") or {}).get("thinkingConfig") or {}
     if "thinkingLevel" in config:
         if config["thinkingLevel"] not in _LEVELS:

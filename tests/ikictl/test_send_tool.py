@@ -4,9 +4,11 @@ reads the request bodies the daemon sent)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,8 +21,9 @@ from tests.fakes.script import Reply, ToolCall
 from .conftest import IKICTL, clean_env
 
 
-@pytest.fixture
-async def ikigaid(fake_provider):
+@contextlib.asynccontextmanager
+async def gpt_daemon(fake_provider) -> AsyncIterator[DaemonProcess]:
+    """A real ikigaid whose default model is openai/gpt-4o, on the fake provider."""
     home = Path(tempfile.mkdtemp(prefix="ikst", dir="/tmp"))  # short: a socket path's limit
     write_home(home, fake_provider, default_model="openai/gpt-4o")
     d = DaemonProcess(home)
@@ -32,11 +35,17 @@ async def ikigaid(fake_provider):
         shutil.rmtree(home, ignore_errors=True)
 
 
-async def ikictl(d: DaemonProcess, *args: str, code: int = 0) -> tuple[str, str]:
+@pytest.fixture
+async def ikigaid(fake_provider):
+    async with gpt_daemon(fake_provider) as d:
+        yield d
+
+
+async def ikictl(d: DaemonProcess, *args: str, code: int = 0, stdin: bytes = b"") -> tuple[str, str]:
     with trio.fail_after(READY_TIMEOUT):
         r = await trio.run_process(
             [*IKICTL, "--no-autostart", *args], capture_stdout=True, capture_stderr=True,
-            check=False, env=clean_env(d.home), stdin=b"",
+            check=False, env=clean_env(d.home), stdin=stdin,
         )
     out, err = r.stdout.decode(), r.stderr.decode()
     assert r.returncode == code, f"ikictl {args} -> {r.returncode}\n{out}\n{err}"

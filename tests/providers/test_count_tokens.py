@@ -82,7 +82,7 @@ def test_both_codecs_are_token_counters():
         {"thinking": ThinkingConfig(level="high")},
         {"tool_choice": ToolChoice(mode="tool", name="read")},
         {"provider_data": {"temperature": 0.3, "top_k": 4, "stop_sequences": ["x"], "metadata": {"user_id": "u"}}},
-        {"response_schema": {"type": "object"}},
+        {"response_schema": {"type": "object", "properties": {"a": {"type": "string"}}}},
     ],
     ids=["plain", "thinking", "forced-tool", "sampling", "schema"],
 )

@@ -127,6 +127,7 @@ def db_url(engine_kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> 
         conn.exec_driver_sql("UPDATE agents SET fork_message_id = NULL")
         conn.exec_driver_sql("DELETE FROM messages")
         conn.exec_driver_sql("DELETE FROM agents")
+        conn.exec_driver_sql("DELETE FROM blobs")
     return shared.url
 
 

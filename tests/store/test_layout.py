@@ -80,7 +80,7 @@ def test_each_public_store_method_lives_in_one_concern_module():
 
 
 def test_a_prepared_row_has_named_fields():
-    assert Prepared._fields == ("kind", "content", "data", "message_json", "message")
+    assert Prepared._fields == ("kind", "content", "data", "message_json", "message", "blobs")
     row = Prepared("mark", "here", {"label": "here"})
     assert (row.kind, row.content, row.data, row.message_json, row.message) == (
         "mark",

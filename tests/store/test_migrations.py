@@ -22,6 +22,8 @@ TABLES = {
     "worktrees",
     "daemons",
     "budgets",
+    "schemas",
+    "blobs",
     "schedules",
     "schedule_runs",
 }

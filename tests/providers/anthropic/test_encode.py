@@ -345,7 +345,9 @@ def test_forced_tool_turns_thinking_off_and_sampling_is_dropped_with_thinking():
 def test_response_schema_goes_to_output_config_format():
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     b = body(Request(model="claude-sonnet-4-5", messages=[user("x")], response_schema=schema))
-    assert b["output_config"] == {"format": {"type": "json_schema", "schema": schema}}
+    # fitted to Claude's subset (providers/schema_fit): every object closed
+    fitted = {**schema, "additionalProperties": False}
+    assert b["output_config"] == {"format": {"type": "json_schema", "schema": fitted}}
 
 
 def test_count_tokens_request():

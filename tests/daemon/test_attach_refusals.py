@@ -278,7 +278,7 @@ def lazy_daemon(home):
     d.stop()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(attachments=[{"path": f"{F}/dot.png", "media_type": "text/plain"}])
 @example(attachments=[{"path": f"{F}/notes.md", "name": "n" * 300}])
 @example(attachments=[{"path": f"{F}/paper.pdf", "media_type": "application/pdf"}, {"data": b64(PNG), "media_type": "IMAGE/JPG"}])

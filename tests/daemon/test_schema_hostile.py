@@ -60,7 +60,7 @@ def _taken(schema: Any) -> bool:
     return True
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(schema={"type": "object", "properties": {"a": {"type": "string"}}})
 @example(schema={"$ref": "#/$defs/a"})
 @example(schema={"type": "object", "properties": {"a": {"pattern": "["}}})

@@ -42,7 +42,7 @@ import msgspec
 
 from .catalog import WireApi
 from .documents import PDF, pdf_pages
-from .types import DocumentBlock, ImageBlock
+from .types import DocumentBlock, ImageBlock, valid_base64
 
 MB = 1024 * 1024
 # what refusal leaves of a request's limit for the rest of it (text, tools, history)
@@ -138,16 +138,6 @@ def _text_size(text: str | None) -> int:
         return len(text.encode("utf-8", "replace")) * 2
 
 
-def _valid_base64(data: str) -> bool:
-    if not data or len(data) % 4 or not data.isascii():
-        return False
-    try:
-        binascii.a2b_base64(data, strict_mode=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True
-
-
 def _is_pdf(data: str) -> bool:
     """The decoded bytes open with a PDF header (readers accept it within 1024 bytes)."""
     try:
@@ -226,7 +216,7 @@ def _image(block: ImageBlock, limits: Limits, name: str, *, vision: bool) -> tup
             f"{_shown(block.media_type)} is not a picture the {name} API takes ({taken})",
         )
     if block.data is not None:
-        if not _valid_base64(block.data):
+        if not valid_base64(block.data):
             return "data", "not valid base64"
         if len(block.data) > limits.max_image_bytes:
             return "data", (
@@ -260,7 +250,7 @@ def _document(
         if not limits.document_urls:
             return "url", f"the {name} API takes no document by URL"
         return None
-    if not _valid_base64(block.data):
+    if not valid_base64(block.data):
         return "data", "not valid base64"
     if not _is_pdf(block.data):
         return "data", "not a PDF (it has no %PDF- header)"

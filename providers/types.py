@@ -379,7 +379,8 @@ def _size(data: str) -> str:
     return f"{n / (1024 * 1024):.1f} MB"
 
 
-def _valid_base64(data: str) -> bool:
+def valid_base64(data: str) -> bool:
+    """Strict base64 (no whitespace, padded): what every API's decoder takes."""
     if not data or len(data) % 4 or not data.isascii():
         return False
     try:
@@ -433,7 +434,7 @@ def tool_result_images(
                 f"[the tool returned an image of type {shown}, which this API does not "
                 f"take (it takes {', '.join(sorted(media_types))}); it was not sent]"
             )
-        elif not _valid_base64(data):
+        elif not valid_base64(data):
             notes.append(
                 f"[the tool returned an image ({shown}) whose data is not valid base64; "
                 "it was not sent]"

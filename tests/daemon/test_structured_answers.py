@@ -272,3 +272,44 @@ async def test_a_queued_schema_survives_a_daemon_kill(nursery, daemon, fake_prov
         done = await c2.call("agent.wait", agent=uuid, turn=queued["turn"])
     assert done["status"] == "completed" and done["data"] == GOOD
     assert fake_provider.requests[-1].json["response_format"]["type"] == "json_schema"
+
+
+ARRAY = {"type": "array", "items": {"type": "integer"}}
+RECURSIVE = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "child": {"$ref": "#"}},
+    "required": ["name", "child"],
+}
+# a schema each wire API cannot be asked for, and the words of its refusal
+UNFIT = {
+    "messages": (RECURSIVE, "takes no recursive schema"),
+    "chat": (ARRAY, "takes only an object at the root"),
+    "responses": (ARRAY, "takes only an object at the root"),
+    "generate_content": (RECURSIVE, "Gemini follows recursion only through a property that is not required"),
+}
+
+
+@pytest.mark.parametrize("api", list(NATIVE))
+async def test_each_wire_api_corrects_a_wrong_answer_and_refuses_what_it_cannot_express(nursery, bare_home, fake_provider, api):
+    d = DaemonProcess(bare_home)
+    await d.start()
+    try:
+        c = await connect(nursery, str(d.socket))
+        uuid = (await c.call("agent.create", model=NATIVE[api]))["agent"]["uuid"]
+        fake_provider.push(Reply(text='{"name": "Ada", "age": -1, "tags": []}'), Reply(text=json.dumps(GOOD)))
+        with trio.fail_after(30):
+            done = await c.call("agent.prompt", agent=uuid, text="who?", schema=PERSON, wait=True)
+        assert done["status"] == "completed" and done["data"] == GOOD, done
+        second = json.dumps(fake_provider.requests[-1].json)
+        assert "at /age: -1 is less than the minimum of 0" in second
+        _native_schema(api, fake_provider.requests[-1].json)  # asked natively again
+        before = len(fake_provider.requests)
+        schema, said = UNFIT[api]
+        with trio.fail_after(30), pytest.raises(RpcFailure) as e:
+            await c.call("agent.prompt", agent=uuid, text="x", schema=schema)
+        message = e.value.error["message"]
+        assert e.value.code == INVALID_PARAMS and message.startswith(f"schema: {NATIVE[api]} ({api} API) cannot be asked for it"), message
+        assert said in message, message
+        assert len(fake_provider.requests) == before
+    finally:
+        d.stop()
